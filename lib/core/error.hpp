@@ -1,0 +1,42 @@
+// The one exception type of libdlprep. Only tools/ maps it to exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace dlprep {
+
+/// What kind of failure an Error reports; tools/ maps each to an exit code.
+enum class Errc {
+  invalid_argument,    ///< the caller passed a bad option or value (usage)
+  io,                  ///< a read, write, rename or open failed
+  corrupt_data,        ///< input bytes are malformed, truncated or fail a checksum
+  unsupported,         ///< valid input that this build or format cannot handle
+  limit_exceeded,      ///< input larger than a documented limit (see limits.hpp)
+  device_unavailable,  ///< the requested backend (cuda, fpga) is not built or absent
+  device_failure,      ///< the backend failed while running
+  mismatch,            ///< a check found a difference (verify)
+  interrupted,         ///< the operation was cancelled (SIGINT)
+  internal,            ///< a bug in dlprep
+};
+
+/// Human name of an error class, e.g. "corrupt data".
+std::string_view errc_name(Errc code) noexcept;
+
+/// The exception thrown by every part of libdlprep. The message is lower case and says what is
+/// wrong; callers prepend context (the file, the sample) with with_context().
+class Error : public std::runtime_error {
+ public:
+  Error(Errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Errc code() const noexcept { return code_; }
+  /// The same error with "context: " in front of the message, e.g. the file name.
+  Error with_context(std::string_view context) const {
+    return Error(code_, std::string(context) + ": " + what());
+  }
+
+ private:
+  Errc code_;
+};
+
+}  // namespace dlprep

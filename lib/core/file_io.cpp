@@ -1,0 +1,219 @@
+#include "core/file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "core/error.hpp"
+#include "core/limits.hpp"
+
+namespace dlprep {
+namespace fs = std::filesystem;
+
+namespace {
+
+Error io_error(const fs::path& path, const std::string& what, int err) {
+  return Error(Errc::io, path.string() + ": " + what + ": " + std::strerror(err));
+}
+
+Bytes read_fd(int fd, const fs::path& path) {
+  Bytes out;
+  size_t used = 0;
+  out.resize(1 << 16);
+  for (;;) {
+    if (used == out.size()) {
+      if (out.size() >= limits::kMaxFileBytes)
+        throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
+      out.resize(out.size() * 2);
+    }
+    ssize_t n = ::read(fd, out.data() + used, out.size() - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw io_error(path, "read failed", errno);
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  out.resize(used);
+  return out;
+}
+
+// Temp files of live AtomicFiles, as fixed C strings so a signal handler can unlink them.
+constexpr int kMaxPending = 256;
+constexpr size_t kMaxPathLen = 4096;
+char g_pending[kMaxPending][kMaxPathLen];
+std::atomic<bool> g_pending_used[kMaxPending];
+std::mutex g_pending_mutex;
+
+int register_pending(const std::string& path) {
+  std::lock_guard lock(g_pending_mutex);
+  if (path.size() >= kMaxPathLen) return -1;
+  for (int i = 0; i < kMaxPending; ++i) {
+    if (!g_pending_used[i].load()) {
+      std::memcpy(g_pending[i], path.c_str(), path.size() + 1);
+      g_pending_used[i].store(true);
+      return i;
+    }
+  }
+  return -1;  // too many at once: still atomic, just not cleaned on SIGINT
+}
+
+void unregister_pending(const std::string& path) {
+  std::lock_guard lock(g_pending_mutex);
+  for (int i = 0; i < kMaxPending; ++i)
+    if (g_pending_used[i].load() && path == g_pending[i]) {
+      g_pending_used[i].store(false);
+      return;
+    }
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const fs::path& path) : path_(path) {
+  if (path == "-") {
+    owned_ = read_fd(STDIN_FILENO, "<stdin>");
+    data_ = owned_.data();
+    size_ = owned_.size();
+    return;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error(path, "cannot open", errno);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw io_error(path, "cannot stat", e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(Errc::io, path.string() + ": is a directory");
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (static_cast<uint64_t>(st.st_size) > limits::kMaxFileBytes) {
+      ::close(fd);
+      throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
+    }
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p != MAP_FAILED) {
+      ::close(fd);
+      data_ = static_cast<const uint8_t*>(p);
+      size_ = static_cast<size_t>(st.st_size);
+      mapped_ = true;
+      return;
+    }
+  }
+  try {
+    owned_ = read_fd(fd, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  data_ = owned_.data();
+  size_ = owned_.size();
+}
+
+MappedFile::~MappedFile() {
+  if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+Bytes read_file(const fs::path& path) {
+  MappedFile f(path);
+  return Bytes(f.bytes().begin(), f.bytes().end());
+}
+
+AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
+  fs::path dir = target.parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
+  }
+  std::string pattern = (dir.empty() ? fs::path(".") : dir).string() + "/." +
+                        target.filename().string() + ".tmp.XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  fd_ = ::mkstemp(buf.data());
+  if (fd_ < 0) throw io_error(target, "cannot create temporary file", errno);
+  temp_ = buf.data();
+  ::fchmod(fd_, 0644);
+  register_pending(temp_);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) {
+    ::unlink(temp_.c_str());
+    unregister_pending(temp_);
+  }
+}
+
+void AtomicFile::write(ByteSpan bytes) {
+  const uint8_t* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw io_error(target_, "write failed", errno);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    throw io_error(target_, "close failed", errno);
+  }
+  fd_ = -1;
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
+  unregister_pending(temp_);
+  temp_.clear();
+}
+
+void write_file_atomic(const fs::path& path, ByteSpan bytes) {
+  if (path == "-") {
+    const uint8_t* p = bytes.data();
+    size_t left = bytes.size();
+    while (left > 0) {
+      ssize_t n = ::write(STDOUT_FILENO, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw io_error("<stdout>", "write failed", errno);
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return;
+  }
+  AtomicFile f(path);
+  f.write(bytes);
+  f.commit();
+}
+
+void remove_pending_temp_files() noexcept {
+  for (int i = 0; i < kMaxPending; ++i)
+    if (g_pending_used[i].load()) ::unlink(g_pending[i]);
+}
+
+bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {
+  std::error_code ec;
+  auto out_time = fs::last_write_time(output, ec);
+  if (ec) return false;
+  for (const auto& in : inputs) {
+    if (in == "-") return false;
+    auto t = fs::last_write_time(in, ec);
+    if (ec || t > out_time) return false;
+  }
+  return true;
+}
+
+}  // namespace dlprep

@@ -1,0 +1,69 @@
+// Reading whole files (mmap or stdin) and writing them atomically (temp file + rename).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dlprep {
+
+using Bytes = std::vector<uint8_t>;
+using ByteSpan = std::span<const uint8_t>;
+
+/// A read-only view of a whole file: memory-mapped when the file is regular, otherwise (a pipe,
+/// "-" for stdin) read into memory. Throws Error(io) naming the path on failure.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ByteSpan bytes() const { return {data_, size_}; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool mapped_ = false;
+  Bytes owned_;
+};
+
+/// Reads a whole file ("-" reads stdin). Throws Error(io).
+Bytes read_file(const std::filesystem::path& path);
+
+/// A file written under a temporary name in the target's directory and renamed into place by
+/// commit(). If it is destroyed without commit(), or the process gets SIGINT (see
+/// remove_pending_temp_files), the temporary file is removed: no half-written output is ever seen.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& target);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  /// Appends bytes. Throws Error(io) (e.g. disk full) naming the target.
+  void write(ByteSpan bytes);
+  /// Flushes, fsyncs nothing (speed; rename is still atomic), closes and renames. Throws Error(io).
+  void commit();
+
+ private:
+  std::filesystem::path target_;
+  std::string temp_;
+  int fd_ = -1;
+};
+
+/// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
+void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
+
+/// Unlinks every temp file of a live AtomicFile. Async-signal-safe: the CLI's SIGINT handler calls
+/// it before exiting with 130.
+void remove_pending_temp_files() noexcept;
+
+/// True when `output` exists and is newer than or as new as every input (make's rule).
+bool is_up_to_date(const std::filesystem::path& output,
+                   const std::vector<std::filesystem::path>& inputs);
+
+}  // namespace dlprep

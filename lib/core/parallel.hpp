@@ -1,0 +1,17 @@
+// Running independent work items on several threads.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace dlprep {
+
+/// Number of hardware threads (at least 1): the default for -j.
+unsigned hardware_threads() noexcept;
+
+/// Calls fn(i) for every i in [0, count) on up to `threads` threads (the caller's thread counts as
+/// one). Items are handed out one at a time, so uneven items balance. If any call throws, the
+/// remaining items are skipped and the first exception is rethrown here.
+void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& fn);
+
+}  // namespace dlprep

@@ -1,0 +1,63 @@
+// One interface for every image codec; registry.cpp holds the only list of them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "core/image.hpp"
+
+namespace dlprep::image {
+
+/// Options for encoding; a codec uses those that apply to it and ignores the rest.
+struct EncodeOptions {
+  int level = -1;        ///< png: zlib level 0-9 (-1: 6); webp lossless: effort 0-9 (-1: 6)
+  int quality = -1;      ///< jpeg 1-100 (-1: 90); webp lossy 1-100 (-1: 90)
+  bool lossless = true;  ///< webp: lossless (true) or lossy
+  int patch = 0;         ///< l3: patch side, 0 = auto
+  unsigned threads = 1;  ///< l3: threads over patches
+};
+
+/// What a file declares about itself, read from its header without decoding the pixels.
+struct ImageInfo {
+  std::string format;  ///< codec name, e.g. "png"
+  ImageShape shape;
+};
+
+/// An image codec: sniffs, probes, decodes and encodes one file format. Decoders treat their
+/// input as hostile: they check sizes against limits.hpp before allocating, never read past the
+/// buffer, and throw Error(corrupt_data | unsupported | limit_exceeded) with what and where.
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  /// Short lower-case name used on the command line: "png", "jpeg", "webp", "bmp", "ppm", "l3".
+  virtual std::string_view name() const = 0;
+  /// File extension written by this codec, without the dot ("png", "jpg", "ppm"…). For ppm it
+  /// depends on the channels (pgm for gray).
+  virtual std::string extension(uint32_t channels) const = 0;
+  /// True when these leading bytes are this format's magic.
+  virtual bool sniff(ByteSpan head) const = 0;
+  /// True when decode(encode(img)) == img for every image of supported channel counts.
+  virtual bool lossless() const = 0;
+  /// True when encode() accepts images with this many channels and decode() returns the same count.
+  virtual bool round_trips(uint32_t channels) const = 0;
+  /// Reads the header only.
+  virtual ImageInfo probe(ByteSpan file) const = 0;
+  /// Decodes a whole file to 8-bit HWC.
+  virtual Image decode(ByteSpan file) const = 0;
+  /// Encodes an image; throws Error(unsupported) for channel counts it cannot store.
+  virtual Bytes encode(const Image& image, const EncodeOptions& options) const = 0;
+};
+
+/// Every codec built into this binary, in a fixed order.
+const std::vector<const Codec*>& all_codecs();
+/// The codec with this name ("jpg" and "pgm" are accepted aliases); nullptr if none.
+const Codec* find_codec(std::string_view name);
+/// The codec whose magic matches the first bytes of the file; nullptr if none. Never uses the name.
+const Codec* sniff_codec(ByteSpan file);
+/// Sniffs and decodes; throws Error(unsupported) "unknown image format" when nothing matches.
+Image decode_any(ByteSpan file);
+
+}  // namespace dlprep::image

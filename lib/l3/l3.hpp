@@ -1,0 +1,45 @@
+// The public API of the L3 lossless image format (spec: man/dlprep-l3.5). CPU encoder and decoder.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "core/image.hpp"
+
+namespace dlprep::l3 {
+
+/// Encoder settings.
+struct EncodeParams {
+  uint32_t patch = 0;    ///< patch side in pixels; 0 = auto_patch_size()
+  unsigned threads = 1;  ///< threads over patches
+};
+
+/// The paper's rule: 32 up to HD (1280x720), 64 up to FHD (1920x1080), 128 above; by pixel count.
+uint32_t auto_patch_size(uint32_t width, uint32_t height);
+
+/// Encodes an image (1-4 channels). Throws Error(invalid_argument) for a bad patch size.
+Bytes encode(const Image& image, const EncodeParams& params = {});
+
+/// What an L3 header says, after its structure and header checksum were validated.
+struct FileInfo {
+  uint32_t version = 0;
+  ImageShape shape;
+  uint32_t patch = 0;
+  bool subtract_green = false;                ///< colour transform applied (3-4 channels)
+  std::vector<uint64_t> channel_bytes;        ///< compressed bytes of each channel plane
+  uint64_t file_bytes = 0;
+};
+
+/// Parses and validates the header and offset tables (no pixel decode). Throws
+/// Error(corrupt_data | unsupported | limit_exceeded) with the offset when known.
+FileInfo inspect(ByteSpan file);
+
+/// Decodes a whole file, checking every patch checksum. `threads` parallelises over patches.
+Image decode(ByteSpan file, unsigned threads = 1);
+
+/// Like decode() but into caller memory laid out HWC with `row_stride` bytes per row; the shape
+/// must match inspect(file).shape. Used by benchmarks and pipelines that own their buffers.
+void decode_into(ByteSpan file, uint8_t* out, size_t row_stride, unsigned threads = 1);
+
+}  // namespace dlprep::l3

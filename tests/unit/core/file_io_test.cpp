@@ -1,0 +1,64 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+
+using namespace dlprep;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path scratch(const char* name) {
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "file_io" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("write_file_atomic creates parent folders and read_file reads it back") {
+  fs::path dir = scratch("roundtrip");
+  Bytes data = {1, 2, 3, 4, 5};
+  write_file_atomic(dir / "a" / "b" / "x.bin", data);
+  CHECK(read_file(dir / "a" / "b" / "x.bin") == data);
+  MappedFile m(dir / "a" / "b" / "x.bin");
+  CHECK(m.bytes().size() == 5);
+}
+
+TEST_CASE("an AtomicFile destroyed without commit leaves nothing behind") {
+  fs::path dir = scratch("abandon");
+  {
+    AtomicFile f(dir / "out.bin");
+    Bytes data(100, 7);
+    f.write(data);
+  }
+  CHECK(fs::is_empty(dir));
+}
+
+TEST_CASE("reading a missing file throws an io error naming the path") {
+  try {
+    read_file("/nonexistent/dlprep/file.png");
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::io);
+    CHECK(std::string(e.what()).find("/nonexistent/dlprep/file.png") != std::string::npos);
+  }
+}
+
+TEST_CASE("an empty file maps to an empty span") {
+  fs::path dir = scratch("empty");
+  write_file_atomic(dir / "e", Bytes{});
+  MappedFile m(dir / "e");
+  CHECK(m.bytes().empty());
+}
+
+TEST_CASE("is_up_to_date follows make's rule") {
+  fs::path dir = scratch("uptodate");
+  write_file_atomic(dir / "in", Bytes{1});
+  CHECK_FALSE(is_up_to_date(dir / "out", {dir / "in"}));
+  write_file_atomic(dir / "out", Bytes{2});
+  CHECK(is_up_to_date(dir / "out", {dir / "in"}));
+  fs::last_write_time(dir / "in", fs::last_write_time(dir / "out") + std::chrono::seconds(5));
+  CHECK_FALSE(is_up_to_date(dir / "out", {dir / "in"}));
+}

@@ -51,17 +51,17 @@ char g_pending[kMaxPending][kMaxPathLen];
 std::atomic<bool> g_pending_used[kMaxPending];
 std::mutex g_pending_mutex;
 
-int register_pending(const std::string& path) {
-  std::lock_guard lock(g_pending_mutex);
-  if (path.size() >= kMaxPathLen) return -1;
+// Caller holds g_pending_mutex, from before mkstemp, so a cleanup cannot miss a new temp file.
+void register_pending_locked(const std::string& path) {
+  if (path.size() >= kMaxPathLen) return;
   for (int i = 0; i < kMaxPending; ++i) {
     if (!g_pending_used[i].load()) {
       std::memcpy(g_pending[i], path.c_str(), path.size() + 1);
       g_pending_used[i].store(true);
-      return i;
+      return;
     }
   }
-  return -1;  // too many at once: still atomic, just not cleaned on SIGINT
+  // too many at once: still atomic, just not cleaned up on SIGINT
 }
 
 void unregister_pending(const std::string& path) {
@@ -129,6 +129,14 @@ Bytes read_file(const fs::path& path) {
 }
 
 AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
+  struct stat st{};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    // A device or FIFO (/dev/null, a named pipe): written in place, since renaming a temp file
+    // over it would replace the device itself.
+    fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) throw io_error(target, "cannot open", errno);
+    return;
+  }
   fs::path dir = target.parent_path();
   if (!dir.empty()) {
     std::error_code ec;
@@ -139,11 +147,12 @@ AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
                         target.filename().string() + ".tmp.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
+  std::lock_guard lock(g_pending_mutex);
   fd_ = ::mkstemp(buf.data());
   if (fd_ < 0) throw io_error(target, "cannot create temporary file", errno);
   temp_ = buf.data();
   ::fchmod(fd_, 0644);
-  register_pending(temp_);
+  register_pending_locked(temp_);
 }
 
 AtomicFile::~AtomicFile() {
@@ -174,6 +183,7 @@ void AtomicFile::commit() {
     throw io_error(target_, "close failed", errno);
   }
   fd_ = -1;
+  if (temp_.empty()) return;  // a device or FIFO, written in place
   if (::rename(temp_.c_str(), target_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
   unregister_pending(temp_);
   temp_.clear();
@@ -200,12 +210,14 @@ void write_file_atomic(const fs::path& path, ByteSpan bytes) {
 }
 
 void remove_pending_temp_files() noexcept {
+  g_pending_mutex.lock();  // held until exit: no new temp file can appear after the cleanup
   for (int i = 0; i < kMaxPending; ++i)
     if (g_pending_used[i].load()) ::unlink(g_pending[i]);
 }
 
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {
   std::error_code ec;
+  if (!fs::is_regular_file(output, ec)) return false;  // missing, or a device/FIFO: always write
   auto out_time = fs::last_write_time(output, ec);
   if (ec) return false;
   for (const auto& in : inputs) {

@@ -38,6 +38,7 @@ Bytes read_file(const std::filesystem::path& path);
 /// A file written under a temporary name in the target's directory and renamed into place by
 /// commit(). If it is destroyed without commit(), or the process gets SIGINT (see
 /// remove_pending_temp_files), the temporary file is removed: no half-written output is ever seen.
+/// An existing target that is a device or FIFO (/dev/null, a pipe) is written in place instead.
 class AtomicFile {
  public:
   explicit AtomicFile(const std::filesystem::path& target);
@@ -58,8 +59,9 @@ class AtomicFile {
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
 
-/// Unlinks every temp file of a live AtomicFile. Async-signal-safe: the CLI's SIGINT handler calls
-/// it before exiting with 130.
+/// Unlinks every temp file of a live AtomicFile and keeps new ones from being created: call it
+/// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so
+/// not from a signal handler).
 void remove_pending_temp_files() noexcept;
 
 /// True when `output` exists and is newer than or as new as every input (make's rule).

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/file_io.hpp"
@@ -18,7 +19,8 @@ struct EncodeParams {
 /// The paper's rule: 32 up to HD (1280x720), 64 up to FHD (1920x1080), 128 above; by pixel count.
 uint32_t auto_patch_size(uint32_t width, uint32_t height);
 
-/// Encodes an image (1-4 channels). Throws Error(invalid_argument) for a bad patch size.
+/// Encodes an image (1-4 channels) losslessly. Patch sizes are powers of two from 8 to 256 (0 =
+/// auto_patch_size()). Throws Error(invalid_argument) for a bad patch size or an empty image.
 Bytes encode(const Image& image, const EncodeParams& params = {});
 
 /// What an L3 header says, after its structure and header checksum were validated.
@@ -26,8 +28,8 @@ struct FileInfo {
   uint32_t version = 0;
   ImageShape shape;
   uint32_t patch = 0;
-  bool subtract_green = false;                ///< colour transform applied (3-4 channels)
-  std::vector<uint64_t> channel_bytes;        ///< compressed bytes of each channel plane
+  bool subtract_green = false;          ///< colour transform applied (3-4 channels)
+  std::vector<uint64_t> channel_bytes;  ///< compressed bytes of each channel plane
   uint64_t file_bytes = 0;
 };
 
@@ -36,10 +38,17 @@ struct FileInfo {
 FileInfo inspect(ByteSpan file);
 
 /// Decodes a whole file, checking every patch checksum. `threads` parallelises over patches.
+/// Throws like inspect(), and Error(corrupt_data) "l3: patch I of channel C: ..." for a damaged
+/// patch; never returns pixels from a file that failed a check.
 Image decode(ByteSpan file, unsigned threads = 1);
 
 /// Like decode() but into caller memory laid out HWC with `row_stride` bytes per row; the shape
 /// must match inspect(file).shape. Used by benchmarks and pipelines that own their buffers.
 void decode_into(ByteSpan file, uint8_t* out, size_t row_stride, unsigned threads = 1);
+
+/// Name of the CPU kernels in use: "scalar", "avx2" or "gfni" (AVX2 + GFNI), the best this CPU
+/// supports, chosen once per process; the environment variable DLPREP_L3_ISA=scalar|avx2|gfni
+/// caps the choice. For benchmark reports and --version.
+std::string_view kernels_name();
 
 }  // namespace dlprep::l3

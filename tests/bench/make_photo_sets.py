@@ -7,6 +7,10 @@ committed), extracts them, and writes:
   CACHE_DIR/native/NAME.png  every raster wallpaper >= 1920x1080 and not taller than wide, 8-bit RGB
   CACHE_DIR/fhd/NAME.png     the same, centre-cropped to 16:9, Lanczos-resized to 1920x1080, PNG-6
   CACHE_DIR/fhd_ppm/NAME.ppm the FHD set as binary PPM (for tools without a PNG reader)
+  CACHE_DIR/sets.tsv         one line per image: name, source file, native width x height, mode
+The packages ship each wallpaper once and many symbolic links to it (Autumn/640x480.jpg ->
+2560x1600.jpg): links are skipped, so each picture counts once (47 images with bookworm's
+packages). Files in the set folders that are not in the set (from an older selection) are removed.
 Reruns reuse what is already there. Needs Debian's python3-pil (/usr/bin/python3).
 """
 import os
@@ -37,10 +41,19 @@ def fetch(cache):
 
 
 def sources(extracted):
-    for root, _, files in os.walk(extracted):
+    """Every raster file once, in a fixed order: symbolic links and second names are skipped."""
+    seen = set()
+    for root, dirs, files in os.walk(extracted):
+        dirs.sort()
         for f in sorted(files):
-            if f.lower().endswith(RASTER):
-                yield os.path.join(root, f)
+            path = os.path.join(root, f)
+            if not f.lower().endswith(RASTER) or os.path.islink(path):
+                continue
+            real = os.path.realpath(path)
+            if real in seen:
+                continue
+            seen.add(real)
+            yield path
 
 
 def set_name(path, extracted):
@@ -68,6 +81,8 @@ def main():
     count = 0
     raw_fhd = 0
     raw_native = 0
+    wanted = set()
+    manifest = []
     for src in sources(extracted):
         with Image.open(src) as im:
             w, h = im.size
@@ -78,6 +93,8 @@ def main():
             fhd = os.path.join(cache, "fhd", name + ".png")
             ppm = os.path.join(cache, "fhd_ppm", name + ".ppm")
             count += 1
+            wanted.add(name)
+            manifest.append(f"{name}\t{os.path.relpath(src, extracted)}\t{w}x{h}\t{im.mode}")
             raw_native += w * h * 3
             raw_fhd += 1920 * 1080 * 3
             if os.path.exists(native) and os.path.exists(fhd) and os.path.exists(ppm):
@@ -90,6 +107,14 @@ def main():
                 tmp = path + ".tmp"
                 img.save(tmp, format="PNG" if path.endswith(".png") else "PPM", **kw)
                 os.replace(tmp, path)
+    for sub, ext in (("native", ".png"), ("fhd", ".png"), ("fhd_ppm", ".ppm")):
+        folder = os.path.join(cache, sub)
+        for f in os.listdir(folder):
+            if not (f.endswith(ext) and f[: -len(ext)] in wanted):
+                os.remove(os.path.join(folder, f))  # stale: not in this selection (or a .tmp)
+    with open(os.path.join(cache, "sets.tsv.tmp"), "w") as out:
+        out.write("".join(line + "\n" for line in manifest))
+    os.replace(os.path.join(cache, "sets.tsv.tmp"), os.path.join(cache, "sets.tsv"))
     print(f"{count} images; native set {raw_native / 1e6:.0f} MB raw, FHD set {raw_fhd / 1e6:.0f} MB raw")
 
 

@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -61,4 +64,18 @@ TEST_CASE("is_up_to_date follows make's rule") {
   CHECK(is_up_to_date(dir / "out", {dir / "in"}));
   fs::last_write_time(dir / "in", fs::last_write_time(dir / "out") + std::chrono::seconds(5));
   CHECK_FALSE(is_up_to_date(dir / "out", {dir / "in"}));
+}
+
+TEST_CASE("a FIFO target is written in place, not replaced by a renamed temp file") {
+  fs::path dir = scratch("fifo");
+  fs::path fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  Bytes received;
+  std::thread reader([&] { received = read_file(fifo); });
+  Bytes data(1000, 42);
+  write_file_atomic(fifo, data);
+  reader.join();
+  CHECK(received == data);
+  CHECK(fs::is_fifo(fifo));
+  CHECK_FALSE(is_up_to_date(fifo, {}));
 }

@@ -1,0 +1,71 @@
+// Deterministic assignment of samples to formats (the mix) and to shards, from seeded hashes of
+// the sample keys: the same on every rerun, machine, thread count and enumeration order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace dlprep::dataset {
+
+/// 64-bit hash of a sample key under a seed (FNV-1a over the bytes, then a splitmix64 finaliser):
+/// defined on bytes only, so it is the same on every platform.
+uint64_t key_hash(std::string_view key, uint64_t seed);
+
+/// A shard by key hash alone (independent of the seed and of the other keys); count >= 1.
+/// convert-dataset uses MixAssigner::shard(), which also balances the formats per shard.
+uint32_t shard_of(std::string_view key, uint32_t count);
+
+/// Assigns each sample one entry of a mix so that every class gets the ratios: within a class,
+/// samples are ordered by key_hash(key, seed) and the order is cut at the cumulative ratios.
+/// Each cut is rounded with a per-class offset in [0, 1) drawn from the seed, so every class is
+/// within one sample of its share and the dataset total is unbiased over many small classes.
+/// Memory: 8 bytes per sample (the hashes), the one structure that grows with the dataset.
+class MixAssigner {
+ public:
+  /// `ratios` sum to 1 (see parse_mix); throws Error(invalid_argument) if empty.
+  MixAssigner(std::vector<double> ratios, uint64_t seed);
+  /// Registers a sample of the whole dataset (every shard). Not thread-safe.
+  void add(std::string_view label, std::string_view key);
+  /// Sorts; call once after every add() and before assign().
+  void finish();
+  /// Where a sample goes: its mix entry, and its rank among the samples of its class that were
+  /// given the same entry (0, 1, 2… in hash order).
+  struct Placement {
+    size_t entry = 0;
+    uint64_t rank = 0;
+  };
+  /// The placement of a sample. Thread-safe after finish().
+  Placement place(std::string_view label, std::string_view key) const;
+  /// The mix entry of a sample. Thread-safe after finish().
+  size_t assign(std::string_view label, std::string_view key) const {
+    return place(label, key).entry;
+  }
+  /// The shard of a sample: its rank modulo `count`, so that every shard gets every class's
+  /// share of every format to within one sample. Thread-safe after finish().
+  uint32_t shard(std::string_view label, std::string_view key, uint32_t count) const {
+    return static_cast<uint32_t>(place(label, key).rank % count);
+  }
+  /// Registered samples that shard() puts in shard `index` of `count`.
+  uint64_t shard_size(uint32_t index, uint32_t count) const;
+  /// True when another sample registered in the same class has the same key hash (a duplicate
+  /// key, e.g. "a.png" and "a.jpg" in one folder). Thread-safe after finish().
+  bool is_duplicate(std::string_view label, std::string_view key) const;
+  /// Number of classes seen.
+  size_t classes() const { return classes_.size(); }
+
+ private:
+  struct ClassHashes {
+    std::vector<uint64_t> hashes;
+    double offset = 0;
+  };
+  // The first rank of each entry after the last in a class of n samples with this offset.
+  uint64_t cut(size_t entry, double n, double offset) const;
+  std::vector<double> cumulative_;
+  uint64_t seed_;
+  std::unordered_map<std::string, ClassHashes> classes_;
+};
+
+}  // namespace dlprep::dataset

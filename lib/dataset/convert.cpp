@@ -1,0 +1,419 @@
+// The convert engine. Two streaming passes over the source:
+//   1. enumerate (sniffing walked files in parallel) to register every sample's key hash with
+//      the MixAssigner: the stratified assignment needs each class's size and hash order, and
+//      it is computed over the whole source even for one shard, so that shards merge into
+//      exactly the unsharded dataset; a sample's shard is its rank among the samples of its
+//      class and format, modulo N, so every shard gets every class's share of every format;
+//   2. enumerate again in batches: assign, filter the shard, look up the previous index, then
+//      convert the batch in parallel and append its records in source order to the new index.
+// Incremental rule (make's, plus options): a sample is up to date when its file exists and is
+// no older than its source; files made with other options were removed at the start (see
+// run()). Its record is reused from the previous index when the file is unchanged since that
+// index was written, else rebuilt by reading the file.
+#include "dataset/convert.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "dataset/assign.hpp"
+#include "dataset/sample_source.hpp"
+#include "image/codec.hpp"
+
+namespace dlprep::dataset {
+namespace fs = std::filesystem;
+namespace {
+
+// Samples per thread in one batch: enough that the wait for the slowest sample at the end of a
+// batch costs little, few enough that a batch's records are a bounded amount of memory.
+constexpr size_t kBatchPerThread = 64;
+// How far ahead in the previous index a key is looked for (samples added or removed between
+// runs shift the order by a few; a different order just means records are rebuilt from files).
+constexpr size_t kLookahead = 256;
+
+struct Work {
+  SourceEntry entry;
+  uint64_t ordinal = 0;
+  size_t target = 0;
+  std::optional<SampleRecord> old;
+  enum Status { pending, converted, up_to_date, failed } status = pending;
+  SampleRecord record;
+  Errc code = Errc::internal;
+  std::string error;
+  uint64_t source_bytes = 0, output_bytes = 0;
+};
+
+// The previous index, read in step with the new one.
+class OldIndex {
+ public:
+  explicit OldIndex(const fs::path& path) {
+    if (fs::exists(path)) reader_ = std::make_unique<IndexReader>(path);
+  }
+  std::optional<SampleRecord> find(const std::string& key) {
+    while (reader_ && window_.size() < kLookahead) {
+      SampleRecord r;
+      if (!reader_->next(r)) {
+        reader_.reset();
+        break;
+      }
+      window_.push_back(std::move(r));
+    }
+    for (size_t i = 0; i < window_.size(); ++i) {
+      if (window_[i].key != key) continue;
+      SampleRecord found = std::move(window_[i]);
+      window_.erase(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      return found;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::unique_ptr<IndexReader> reader_;
+  std::deque<SampleRecord> window_;
+};
+
+class Engine {
+ public:
+  explicit Engine(const ConvertOptions& options) : o_(options) {}
+  ConvertResult run();
+
+ private:
+  void prepare_destination();
+  template <typename Fn>
+  void for_each_batch(const SampleSource& source, Fn&& fn);
+  void process(Work& w) const;
+  bool reuse(Work& w, const fs::path& out, const std::string& location) const;
+  void remove_siblings(const std::string& key, const std::string& keep_ext) const;
+  void remove_stale_files(const std::set<std::string>& extensions) const;
+
+  const ConvertOptions& o_;
+  std::unique_ptr<MixAssigner> assigner_;
+  std::optional<Manifest> old_manifest_;
+  Manifest manifest_;
+  std::set<std::string> known_formats_;  // old and new: their stale files are removed
+  std::optional<int64_t> old_index_mtime_;
+};
+
+template <typename Fn>
+void Engine::for_each_batch(const SampleSource& source, Fn&& fn) {
+  size_t batch_size = kBatchPerThread * std::max(1u, o_.threads);
+  std::vector<SourceEntry> batch;
+  auto flush = [&] {
+    // Walked files are samples only if their magic bytes say image; sniff them in parallel.
+    std::vector<char> keep(batch.size(), 1);
+    parallel_for(batch.size(), o_.threads, [&](size_t i) {
+      if (!batch[i].named) keep[i] = is_image_candidate(batch[i].path);
+    });
+    std::vector<SourceEntry> kept;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (keep[i]) kept.push_back(std::move(batch[i]));
+    batch.clear();
+    fn(kept);
+  };
+  source.for_each([&](SourceEntry&& e) {
+    batch.push_back(std::move(e));
+    if (batch.size() >= batch_size) flush();
+  });
+  flush();
+}
+
+void Engine::prepare_destination() {
+  const fs::path& dst = o_.destination;
+  std::error_code ec;
+  if (fs::exists(dst, ec)) {
+    if (!fs::is_directory(dst, ec))
+      throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a directory");
+    if (fs::equivalent(dst, o_.source, ec))
+      throw Error(Errc::invalid_argument, "SRC and DST are the same directory");
+    if (is_dataset(dst)) {
+      old_manifest_ = read_manifest(dst);
+    } else if (!fs::is_empty(dst, ec)) {
+      throw Error(Errc::invalid_argument, dst.string() +
+                                              ": exists and is not a dlprep dataset (no " +
+                                              kManifestName + "); refusing to write into it");
+    }
+  }
+  fs::create_directories(dst, ec);
+  if (ec) throw Error(Errc::io, dst.string() + ": cannot create directory: " + ec.message());
+}
+
+ConvertResult Engine::run() {
+  if (o_.mix.empty()) throw Error(Errc::invalid_argument, "no target format");
+  if (o_.shard_count == 0 || o_.shard_index >= o_.shard_count)
+    throw Error(Errc::invalid_argument, "bad shard " + std::to_string(o_.shard_index) + "/" +
+                                            std::to_string(o_.shard_count));
+  SampleSource source(o_.source);
+  prepare_destination();
+  source.exclude(o_.destination);
+
+  // Pass 1: every sample of the source (all shards) for the assignment.
+  std::vector<double> ratios;
+  for (const auto& e : o_.mix) ratios.push_back(e.ratio);
+  assigner_ = std::make_unique<MixAssigner>(ratios, o_.seed);
+  for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
+    for (const auto& e : batch) {
+      assigner_->add(e.label, e.key);
+    }
+  });
+  assigner_->finish();
+  uint64_t total = assigner_->shard_size(o_.shard_index, o_.shard_count);
+
+  // The manifest says "incomplete" until the end. Files of a format whose spec is new or changed
+  // were made with other options (or belong to no recorded run): they are removed *before* the
+  // manifest names the new spec, so that every file of a format the manifest lists was made
+  // with the spec it records, even after an interruption.
+  manifest_.tool = o_.tool;
+  manifest_.created = utc_now();
+  manifest_.source_kind = source_kind_name(source.kind());
+  manifest_.source_path = o_.source.string();
+  manifest_.seed = o_.seed;
+  manifest_.shard_index = o_.shard_index;
+  manifest_.shard_count = o_.shard_count;
+  manifest_.on_error = o_.skip_errors ? "skip" : "fail";
+  std::set<std::string> stale_extensions;
+  for (const auto& e : o_.mix) {
+    TargetState t{e.target.format, e.target.text, e.ratio};
+    bool same = false;
+    if (old_manifest_)
+      for (const auto& old : old_manifest_->targets)
+        same |= old.format == t.format && old.spec == t.spec;
+    if (!same) {
+      const image::Codec* codec = image::find_codec(t.format);
+      for (uint32_t channels : {1u, 3u}) stale_extensions.insert("." + codec->extension(channels));
+    }
+    manifest_.targets.push_back(t);
+    known_formats_.insert(t.format);
+  }
+  if (old_manifest_) {
+    for (const auto& old : old_manifest_->targets) known_formats_.insert(old.format);
+    remove_stale_files(stale_extensions);
+  }
+  write_manifest(o_.destination, manifest_);
+
+  // Pass 2.
+  fs::path index_path = o_.destination / kIndexName;
+  old_index_mtime_ = mtime_ns(index_path);
+  OldIndex old_index(index_path);
+  AtomicFile index(index_path);
+  ConvertResult result;
+  uint64_t ordinal = 0;
+  std::atomic<uint64_t> done{0};
+  for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
+    std::vector<Work> works;
+    for (auto& e : batch) {
+      uint64_t i = ordinal++;
+      MixAssigner::Placement place = assigner_->place(e.label, e.key);
+      if (place.rank % o_.shard_count != o_.shard_index) continue;
+      Work w;
+      w.ordinal = i;
+      w.target = place.entry;
+      w.old = old_index.find(e.key);
+      w.entry = std::move(e);
+      works.push_back(std::move(w));
+    }
+    // With --on-error fail, samples after the first failure (in source order) are not started;
+    // those before it still are, so the error reported is always the first one.
+    std::atomic<size_t> first_failure{SIZE_MAX};
+    parallel_for(works.size(), o_.threads, [&](size_t i) {
+      Work& w = works[i];
+      if (i > first_failure.load(std::memory_order_relaxed)) return;
+      try {
+        process(w);
+      } catch (const Error& e) {
+        w.status = Work::failed;
+        // Bad data is a failure of that sample, never a usage error.
+        w.code = e.code() == Errc::invalid_argument ? Errc::corrupt_data : e.code();
+        std::string what = e.what();
+        std::string path = w.entry.path.string();
+        w.error = what.rfind(path, 0) == 0 ? what : path + ": " + what;
+      } catch (const std::bad_alloc&) {
+        w.status = Work::failed;
+        w.code = Errc::limit_exceeded;
+        w.error = w.entry.path.string() + ": out of memory";
+      }
+      if (w.status == Work::failed && !o_.skip_errors) {
+        size_t seen = first_failure.load();
+        while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
+        }
+      }
+      if (o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
+    });
+    std::string lines;
+    for (Work& w : works) {
+      switch (w.status) {
+        case Work::pending:
+          continue;  // stopped by an earlier failure; it is thrown below
+        case Work::failed:
+          if (!o_.skip_errors) throw Error(w.code, w.error);
+          ++result.failed;
+          if (o_.warning) o_.warning(w.error + " (skipped)");
+          if (result.failed > o_.max_errors)
+            throw Error(w.code, "more than " + std::to_string(o_.max_errors) +
+                                    " samples failed (--max-errors); the last: " + w.error);
+          continue;
+        case Work::converted:
+          ++result.converted;
+          result.source_bytes += w.source_bytes;
+          result.output_bytes += w.output_bytes;
+          break;
+        case Work::up_to_date:
+          ++result.up_to_date;
+          break;
+      }
+      lines += format_record(w.record);
+      lines += '\n';
+      manifest_.count(w.record);
+    }
+    index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+  });
+  index.commit();
+  manifest_.failed = result.failed;
+  manifest_.complete = true;
+  write_manifest(o_.destination, manifest_);
+  result.manifest = manifest_;
+  return result;
+}
+
+// The record of an up-to-date file: from the previous index if the file has not changed since
+// that index was written, else by reading the file. False if the file is not what it should be.
+bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) const {
+  const TargetSpec& t = o_.mix[w.target].target;
+  SampleRecord& r = w.record;
+  r.ordinal = w.ordinal;
+  r.key = w.entry.key;
+  r.label = w.entry.label;
+  r.format = t.format;
+  r.location = location;
+  r.source = w.entry.path.string();
+  std::error_code ec;
+  uint64_t size = fs::file_size(out, ec);
+  if (ec) return false;
+  auto out_mtime = mtime_ns(out);
+  if (w.old && w.old->location == location && w.old->format == t.format && w.old->bytes == size &&
+      old_index_mtime_ && out_mtime && *out_mtime <= *old_index_mtime_) {
+    r.bytes = w.old->bytes;
+    r.shape = w.old->shape;
+    r.crc32 = w.old->crc32;
+    return true;
+  }
+  try {
+    MappedFile file(out);
+    const image::Codec* codec = image::sniff_codec(file.bytes());
+    if (!codec || codec->name() != t.format) return false;
+    r.shape = codec->probe(file.bytes()).shape;
+    r.bytes = file.bytes().size();
+    r.crc32 = crc32_of(file.bytes());
+  } catch (const Error&) {
+    return false;
+  }
+  return true;
+}
+
+void Engine::remove_siblings(const std::string& key, const std::string& keep_ext) const {
+  for (const auto& format : known_formats_) {
+    const image::Codec* codec = image::find_codec(format);
+    if (!codec) continue;
+    for (uint32_t channels : {1u, 3u}) {
+      std::string ext = codec->extension(channels);
+      if (ext == keep_ext) continue;
+      std::error_code ec;
+      fs::remove(o_.destination / kDataDir / (key + "." + ext), ec);
+    }
+  }
+}
+
+// Walks data/ (streaming) and removes the files with these extensions, and temporary files that
+// a killed run (SIGKILL, power loss) could not remove.
+void Engine::remove_stale_files(const std::set<std::string>& extensions) const {
+  fs::path data = o_.destination / kDataDir;
+  std::error_code ec;
+  if (!fs::exists(data, ec)) return;
+  for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::string name = it->path().filename().string();
+    bool temp = name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos;
+    if (temp || extensions.count(it->path().extension().string())) {
+      std::error_code rec;
+      fs::remove(it->path(), rec);
+      if (rec)
+        throw Error(Errc::io, it->path().string() + ": cannot remove stale file: " + rec.message());
+    }
+  }
+  if (ec) throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message());
+}
+
+void Engine::process(Work& w) const {
+  const TargetSpec& t = o_.mix[w.target].target;
+  const image::Codec* target = image::find_codec(t.format);
+  const std::string& key = w.entry.key;
+  check_location(key);
+  if (assigner_->is_duplicate(w.entry.label, key))
+    throw Error(Errc::corrupt_data, "sample key '" + key +
+                                        "' is not unique (another source file has the same "
+                                        "path without its extension)");
+  MappedFile source(w.entry.path);
+  ByteSpan in = source.bytes();
+  if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
+  const image::Codec* codec = image::sniff_codec(in);
+  if (!codec) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
+  ImageShape declared = codec->probe(in).shape;
+
+  if (!o_.force) {
+    std::string location =
+        std::string(kDataDir) + "/" + key + "." + target->extension(declared.channels);
+    fs::path out = o_.destination / location;
+    auto out_mtime = mtime_ns(out);
+    auto src_mtime = mtime_ns(w.entry.path);
+    if (out_mtime && src_mtime && *out_mtime >= *src_mtime && reuse(w, out, location)) {
+      w.status = Work::up_to_date;
+      return;
+    }
+  }
+
+  Image image = codec->decode(in);
+  if (!target->round_trips(image.channels()))
+    throw Error(Errc::unsupported, t.format + " cannot store " + std::to_string(image.channels()) +
+                                       "-channel images (choose another format)");
+  Bytes encoded;
+  ByteSpan bytes = in;  // a source already in the target format, no options given: copied
+  if (codec != target || t.has_options) {
+    encoded = target->encode(image, t.options);
+    bytes = encoded;
+  }
+  std::string ext = target->extension(image.channels());
+  std::string location = std::string(kDataDir) + "/" + key + "." + ext;
+  SampleRecord& r = w.record;
+  r.ordinal = w.ordinal;
+  r.key = key;
+  r.label = w.entry.label;
+  r.format = t.format;
+  r.location = location;
+  r.bytes = bytes.size();
+  r.shape = target->probe(bytes).shape;
+  r.crc32 = crc32_of(bytes);
+  r.source = w.entry.path.string();
+  AtomicFile file(o_.destination / location);
+  file.write(bytes);
+  file.commit();
+  remove_siblings(key, ext);
+  w.source_bytes = in.size();
+  w.output_bytes = bytes.size();
+  w.status = Work::converted;
+}
+
+}  // namespace
+
+ConvertResult convert_dataset(const ConvertOptions& options) { return Engine(options).run(); }
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,54 @@
+// The convert-dataset engine: source samples -> a dlprep dataset in one or several formats,
+// in parallel, incrementally (a rerun converts only what is missing or stale), resumably, and
+// optionally one shard of N.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/progress.hpp"
+#include "dataset/manifest.hpp"
+#include "dataset/target_spec.hpp"
+
+namespace dlprep::dataset {
+
+/// What to convert and how.
+struct ConvertOptions {
+  std::filesystem::path source;       ///< directory tree, list file, or dlprep dataset
+  std::filesystem::path destination;  ///< the dataset directory to create or update
+  std::vector<MixEntry> mix;          ///< one entry with ratio 1 for --to
+  uint64_t seed = 0;                  ///< seeds the mix assignment
+  uint32_t shard_index = 0;           ///< convert shard shard_index of shard_count
+  uint32_t shard_count = 1;
+  bool skip_errors = false;  ///< --on-error skip: a failing sample is reported and left out
+  /// With skip_errors: stop with an error once more samples than this failed.
+  uint64_t max_errors = std::numeric_limits<uint64_t>::max();
+  bool force = false;         ///< reconvert even the samples that are up to date
+  unsigned threads = 1;       ///< samples converted in parallel
+  std::string tool;           ///< recorded in dataset.json, e.g. "dlprep 0.1.0"
+  ProgressCallback progress;  ///< after each sample (what "convert-dataset", item = the key)
+  WarningCallback warning;    ///< a skipped sample: "PATH: reason"
+};
+
+/// What a conversion did.
+struct ConvertResult {
+  Manifest manifest;          ///< as written to dataset.json
+  uint64_t converted = 0;     ///< samples encoded (or copied) in this run
+  uint64_t up_to_date = 0;    ///< samples whose file was already current
+  uint64_t failed = 0;        ///< samples skipped because of an error (--on-error skip)
+  uint64_t source_bytes = 0;  ///< bytes read from the sources of converted samples
+  uint64_t output_bytes = 0;  ///< bytes written for converted samples
+};
+
+/// Converts. Throws Error: invalid_argument (bad options), io, corrupt_data/unsupported naming
+/// the sample's file (with skip_errors off), or after max_errors failures. The index and the
+/// manifest are only replaced at the end, atomically; the data files one by one, atomically.
+/// Memory: 8 bytes per source sample (the key hashes of the mix and duplicate detection) plus one
+/// batch of samples in flight; the source walk and both indexes are streamed.
+ConvertResult convert_dataset(const ConvertOptions& options);
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,160 @@
+#include "dataset/dataset_merge.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+
+namespace dlprep::dataset {
+namespace fs = std::filesystem;
+namespace {
+
+Error bad(const std::string& what) { return Error(Errc::invalid_argument, what); }
+
+// The parameters that make shards of one conversion.
+std::string identity(const Manifest& m) {
+  std::string s = m.source_kind + "\n" + m.source_path + "\n" + std::to_string(m.seed) + "\n" +
+                  std::to_string(m.shard_count) + "\n" + m.layout + "\n";
+  for (const auto& t : m.targets) s += t.spec + "=" + std::to_string(t.ratio) + "\n";
+  return s;
+}
+
+// Places `from` at `to`: an existing identical inode is kept; otherwise a hard link (or a copy)
+// is made under a temporary name and renamed over `to`, so `to` is always a complete file.
+void place(const fs::path& from, const fs::path& to) {
+  struct stat a {
+  }, b{};
+  if (::stat(from.c_str(), &a) != 0)
+    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno));
+  if (::stat(to.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return;
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (ec)
+    throw Error(Errc::io, to.parent_path().string() + ": cannot create directory: " + ec.message());
+  std::string temp_name = to.filename().string();
+  temp_name.insert(0, 1, '.');
+  temp_name += ".tmp.link";
+  fs::path temp = to.parent_path() / temp_name;
+  ::unlink(temp.c_str());
+  if (::link(from.c_str(), temp.c_str()) == 0) {
+    if (::rename(temp.c_str(), to.c_str()) != 0) {
+      int err = errno;
+      ::unlink(temp.c_str());
+      throw Error(Errc::io, to.string() + ": rename failed: " + std::strerror(err));
+    }
+    return;
+  }
+  MappedFile file(from);
+  write_file_atomic(to, file.bytes());
+}
+
+struct Input {
+  fs::path dir;
+  std::unique_ptr<IndexReader> reader;
+  SampleRecord current;
+  bool has = false;
+  void advance() { has = reader->next(current); }
+};
+
+}  // namespace
+
+Manifest merge_datasets(const MergeOptions& o) {
+  if (o.inputs.empty()) throw bad("no datasets to merge");
+  std::vector<Manifest> manifests;
+  for (const auto& dir : o.inputs) {
+    std::error_code ec;
+    if (fs::exists(o.output, ec) && fs::equivalent(dir, o.output, ec))
+      throw bad(dir.string() + ": the output cannot be one of the inputs");
+    if (!is_dataset(dir)) throw bad(dir.string() + ": not a dlprep dataset (no dataset.json)");
+    manifests.push_back(read_manifest(dir));
+    const Manifest& m = manifests.back();
+    if (!m.complete)
+      throw bad(dir.string() + ": incomplete (its conversion was interrupted or failed); rerun it");
+  }
+  const Manifest& first = manifests.front();
+  std::vector<int> seen(first.shard_count, -1);
+  for (size_t i = 0; i < manifests.size(); ++i) {
+    const Manifest& m = manifests[i];
+    if (identity(m) != identity(first))
+      throw bad(o.inputs[i].string() + ": not a shard of the same conversion as " +
+                o.inputs[0].string() + " (source, mix, seed or shard count differ)");
+    if (seen[m.shard_index] >= 0)
+      throw bad(o.inputs[i].string() + ": shard " + std::to_string(m.shard_index) + "/" +
+                std::to_string(m.shard_count) + " is also " +
+                o.inputs[seen[m.shard_index]].string());
+    seen[m.shard_index] = static_cast<int>(i);
+  }
+  std::string missing;
+  for (uint32_t k = 0; k < first.shard_count; ++k)
+    if (seen[k] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
+  if (!missing.empty())
+    throw bad("shard(s) " + missing + " of " + std::to_string(first.shard_count) +
+              " missing: every shard must be given");
+
+  std::error_code ec;
+  if (fs::exists(o.output, ec) && !is_dataset(o.output) && !fs::is_empty(o.output, ec))
+    throw bad(o.output.string() +
+              ": exists and is not a dlprep dataset; refusing to write into it");
+  fs::create_directories(o.output, ec);
+  if (ec) throw Error(Errc::io, o.output.string() + ": cannot create directory: " + ec.message());
+
+  Manifest merged = first;
+  merged.tool = o.tool;
+  merged.created = utc_now();
+  merged.complete = false;
+  merged.shard_index = 0;
+  merged.shard_count = 1;
+  merged.samples = merged.bytes = merged.failed = 0;
+  merged.formats.clear();
+  merged.classes.clear();
+  for (const auto& m : manifests) merged.failed += m.failed;
+  uint64_t total = 0;
+  for (const auto& m : manifests) total += m.samples;
+  write_manifest(o.output, merged);
+
+  std::vector<Input> inputs(o.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i].dir = o.inputs[i];
+    inputs[i].reader = std::make_unique<IndexReader>(o.inputs[i] / kIndexName);
+    inputs[i].advance();
+  }
+  AtomicFile index(o.output / kIndexName);
+  std::string lines;
+  uint64_t last = 0, done = 0;
+  for (;;) {
+    Input* next = nullptr;
+    for (auto& in : inputs)
+      if (in.has && (!next || in.current.ordinal < next->current.ordinal)) next = &in;
+    if (!next) break;
+    SampleRecord& r = next->current;
+    if (done > 0 && r.ordinal <= last)
+      throw Error(Errc::corrupt_data, (next->dir / kIndexName).string() + ": sample " +
+                                          std::to_string(r.ordinal) + " ('" + r.key +
+                                          "') is out of order or in two shards");
+    last = r.ordinal;
+    check_location(r.location);
+    place(next->dir / r.location, o.output / r.location);
+    lines += format_record(r);
+    lines += '\n';
+    merged.count(r);
+    if (lines.size() > (1u << 20)) {
+      index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+      lines.clear();
+    }
+    if (o.progress) o.progress({"dataset merge", ++done, total, r.key});
+    next->advance();
+  }
+  index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+  index.commit();
+  merged.complete = true;
+  write_manifest(o.output, merged);
+  return merged;
+}
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,112 @@
+#include "dataset/dataset_verify.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "image/codec.hpp"
+
+namespace dlprep::dataset {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kBatchPerThread = 64;  // as in convert.cpp: bounded memory, cheap barriers
+
+std::string shape_text(const ImageShape& s) {
+  return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.channels);
+}
+
+Error differs(const std::string& file, const std::string& what) {
+  return Error(Errc::mismatch, file + ": " + what);
+}
+
+// Throws the first difference found, or the decoder's error.
+void check_sample(const fs::path& dir, const SampleRecord& r) {
+  check_location(r.location);
+  fs::path path = dir / r.location;
+  std::string name = path.string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw differs(name, "missing (sample '" + r.key + "')");
+  MappedFile file(path);
+  ByteSpan bytes = file.bytes();
+  if (bytes.size() != r.bytes)
+    throw differs(name, std::to_string(bytes.size()) + " bytes, the index records " +
+                            std::to_string(r.bytes));
+  uint32_t crc = crc32_of(bytes);
+  if (crc != r.crc32)
+    throw differs(name, "crc32 " + crc32_hex(crc) + ", the index records " + crc32_hex(r.crc32));
+  const image::Codec* codec = image::sniff_codec(bytes);
+  if (!codec || codec->name() != r.format)
+    throw differs(name, std::string("format ") + (codec ? std::string(codec->name()) : "unknown") +
+                            ", the index records " + r.format);
+  Image image = codec->decode(bytes);
+  if (image.shape() != r.shape)
+    throw differs(name, "decodes to " + shape_text(image.shape()) + ", the index records " +
+                            shape_text(r.shape));
+}
+
+}  // namespace
+
+VerifyResult verify_dataset(const VerifyOptions& o) {
+  VerifyResult result;
+  result.manifest = read_manifest(o.dataset);
+  std::mutex report_mutex;
+  auto report = [&](const Error& e) {
+    std::lock_guard lock(report_mutex);
+    if (o.problem) o.problem(e);
+  };
+  if (!result.manifest.complete) {
+    ++result.dataset_problems;
+    report(differs((o.dataset / kManifestName).string(),
+                   "the dataset is incomplete (a conversion was interrupted or failed); rerun "
+                   "convert-dataset"));
+  }
+  IndexReader reader(o.dataset / kIndexName);
+  Manifest counted;
+  std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
+  size_t batch_size = kBatchPerThread * std::max(1u, o.threads);
+  std::vector<SampleRecord> batch;
+  for (;;) {
+    batch.clear();
+    SampleRecord r;
+    while (batch.size() < batch_size && reader.next(r)) batch.push_back(std::move(r));
+    if (batch.empty()) break;
+    for (const auto& rec : batch) counted.count(rec);
+    parallel_for(batch.size(), o.threads, [&](size_t i) {
+      try {
+        check_sample(o.dataset, batch[i]);
+        ++ok;
+      } catch (const Error& e) {
+        ++(e.code() == Errc::mismatch ? mismatched : failed);
+        std::string path = (o.dataset / batch[i].location).string();
+        report(std::string(e.what()).rfind(path, 0) == 0 ? e : e.with_context(path));
+      } catch (const std::bad_alloc&) {
+        ++failed;
+        report(Error(Errc::limit_exceeded,
+                     (o.dataset / batch[i].location).string() + ": out of memory"));
+      }
+      if (o.progress) o.progress({"dataset verify", ++done, result.manifest.samples, batch[i].key});
+    });
+  }
+  result.samples = counted.samples;
+  result.ok = ok;
+  result.mismatched = mismatched;
+  result.failed = failed;
+  const Manifest& m = result.manifest;
+  if (counted.samples != m.samples || counted.bytes != m.bytes ||
+      counted.formats.size() != m.formats.size()) {
+    ++result.dataset_problems;
+    report(differs((o.dataset / kIndexName).string(),
+                   std::to_string(counted.samples) + " samples of " +
+                       std::to_string(counted.bytes) + " bytes, " + kManifestName + " records " +
+                       std::to_string(m.samples) + " of " + std::to_string(m.bytes)));
+  }
+  return result;
+}
+
+}  // namespace dlprep::dataset

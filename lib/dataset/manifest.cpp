@@ -1,0 +1,264 @@
+#include "dataset/manifest.hpp"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace dlprep::dataset {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+Error corrupt(const std::string& what) { return Error(Errc::corrupt_data, what); }
+
+template <typename T>
+T get(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw corrupt(std::string("\"") + key + "\" has the wrong type");
+  }
+}
+
+template <typename T>
+T get_or(const Json& j, const char* key, T fallback) {
+  return j.contains(key) ? get<T>(j, key) : fallback;
+}
+
+}  // namespace
+
+std::string crc32_hex(uint32_t crc) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", crc);
+  return buf;
+}
+
+uint32_t crc32_of(ByteSpan bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  const uint8_t* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {  // zlib takes uInt lengths
+    uInt n = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
+    crc = ::crc32(crc, p, n);
+    p += n;
+    left -= n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+std::string format_record(const SampleRecord& r) {
+  Json j;
+  j["i"] = r.ordinal;
+  j["key"] = r.key;
+  j["label"] = r.label;
+  j["format"] = r.format;
+  j["location"] = r.location;
+  j["bytes"] = r.bytes;
+  j["width"] = r.shape.width;
+  j["height"] = r.shape.height;
+  j["channels"] = r.shape.channels;
+  j["crc32"] = crc32_hex(r.crc32);
+  j["source"] = r.source;
+  // Invalid UTF-8 in file names is replaced rather than refused: the index must still be JSON.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+SampleRecord parse_record(std::string_view line) {
+  Json j;
+  try {
+    j = Json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt("not a JSON object");
+  }
+  if (!j.is_object()) throw corrupt("not a JSON object");
+  SampleRecord r;
+  r.ordinal = get<uint64_t>(j, "i");
+  r.key = get<std::string>(j, "key");
+  r.label = get<std::string>(j, "label");
+  r.format = get<std::string>(j, "format");
+  r.location = get<std::string>(j, "location");
+  r.bytes = get<uint64_t>(j, "bytes");
+  r.shape.width = get<uint32_t>(j, "width");
+  r.shape.height = get<uint32_t>(j, "height");
+  r.shape.channels = get<uint32_t>(j, "channels");
+  std::string crc = get<std::string>(j, "crc32");
+  char* end = nullptr;
+  unsigned long value = std::strtoul(crc.c_str(), &end, 16);
+  if (crc.size() != 8 || *end != '\0') throw corrupt("\"crc32\" is not 8 hex digits");
+  r.crc32 = static_cast<uint32_t>(value);
+  r.source = get_or<std::string>(j, "source", "");
+  return r;
+}
+
+IndexReader::IndexReader(const fs::path& path) : path_(path), in_(path, std::ios::binary) {
+  if (!in_) throw Error(Errc::io, path.string() + ": cannot open: " + std::strerror(errno));
+}
+
+bool IndexReader::next(SampleRecord& record) {
+  std::string line;
+  for (;;) {
+    if (!std::getline(in_, line)) return false;
+    ++line_;
+    if (in_.eof()) return false;  // no newline: the line was never finished
+    if (line.empty()) continue;
+    try {
+      record = parse_record(line);
+    } catch (const Error& e) {
+      throw e.with_context(path_.string() + ":" + std::to_string(line_));
+    }
+    return true;
+  }
+}
+
+void Manifest::count(const SampleRecord& r) {
+  ++samples;
+  bytes += r.bytes;
+  auto& f = formats[r.format];
+  ++f.samples;
+  f.bytes += r.bytes;
+  ++classes[r.label][r.format];
+}
+
+std::string manifest_to_json(const Manifest& m) {
+  Json j;
+  j["schema"] = m.schema;
+  j["tool"] = m.tool;
+  j["created"] = m.created;
+  j["complete"] = m.complete;
+  j["source"] = {{"kind", m.source_kind}, {"path", m.source_path}};
+  j["layout"] = m.layout;
+  j["index"] = kIndexName;
+  Json targets = Json::array();
+  for (const auto& t : m.targets)
+    targets.push_back({{"format", t.format}, {"spec", t.spec}, {"ratio", t.ratio}});
+  j["mix"] = targets;
+  j["parameters"] = {{"seed", m.seed},
+                     {"shard_index", m.shard_index},
+                     {"shard_count", m.shard_count},
+                     {"on_error", m.on_error}};
+  j["samples"] = m.samples;
+  j["bytes"] = m.bytes;
+  j["failed"] = m.failed;
+  Json formats = Json::object();
+  for (const auto& [name, c] : m.formats)
+    formats[name] = {{"samples", c.samples}, {"bytes", c.bytes}};
+  j["formats"] = formats;
+  Json classes = Json::object();
+  for (const auto& [label, per_format] : m.classes) {
+    Json c = Json::object();
+    for (const auto& [format, n] : per_format) c[format] = n;
+    classes[label] = c;
+  }
+  j["classes"] = classes;
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+Manifest manifest_from_json(std::string_view text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw corrupt("not valid JSON");
+  }
+  if (!j.is_object()) throw corrupt("not a JSON object");
+  Manifest m;
+  m.schema = get<std::string>(j, "schema");
+  if (m.schema.rfind("dlprep.dataset/", 0) != 0)
+    throw corrupt("schema \"" + m.schema + "\" is not a dlprep dataset");
+  if (m.schema != kDatasetSchema)
+    throw Error(Errc::unsupported, "schema \"" + m.schema + "\" is newer than this dlprep reads (" +
+                                       kDatasetSchema + ")");
+  try {
+    m.tool = get_or<std::string>(j, "tool", "");
+    m.created = get_or<std::string>(j, "created", "");
+    m.complete = get<bool>(j, "complete");
+    const Json& source = j.at("source");
+    m.source_kind = get<std::string>(source, "kind");
+    m.source_path = get<std::string>(source, "path");
+    m.layout = get_or<std::string>(j, "layout", "files");
+    for (const Json& t : j.at("mix"))
+      m.targets.push_back(
+          {get<std::string>(t, "format"), get<std::string>(t, "spec"), get<double>(t, "ratio")});
+    const Json& p = j.at("parameters");
+    m.seed = get<uint64_t>(p, "seed");
+    m.shard_index = get<uint32_t>(p, "shard_index");
+    m.shard_count = get<uint32_t>(p, "shard_count");
+    m.on_error = get_or<std::string>(p, "on_error", "fail");
+    m.samples = get<uint64_t>(j, "samples");
+    m.bytes = get<uint64_t>(j, "bytes");
+    m.failed = get_or<uint64_t>(j, "failed", 0);
+    for (const auto& [name, c] : j.at("formats").items())
+      m.formats[name] = {get<uint64_t>(c, "samples"), get<uint64_t>(c, "bytes")};
+    for (const auto& [label, per_format] : j.at("classes").items())
+      for (const auto& [format, n] : per_format.items())
+        m.classes[label][format] = n.get<uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt(std::string("malformed: ") + e.what());
+  }
+  if (m.shard_count == 0 || m.shard_index >= m.shard_count) throw corrupt("bad shard numbers");
+  return m;
+}
+
+Manifest read_manifest(const fs::path& dir) {
+  fs::path path = dir / kManifestName;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (!fs::exists(dir, ec))
+      throw Error(Errc::io, dir.string() + ": cannot open: No such file or directory");
+    throw Error(Errc::io, dir.string() + ": not a dlprep dataset (no " + kManifestName + ")");
+  }
+  Bytes text = read_file(path);
+  try {
+    return manifest_from_json(
+        std::string_view(reinterpret_cast<const char*>(text.data()), text.size()));
+  } catch (const Error& e) {
+    throw e.with_context(path.string());
+  }
+}
+
+void write_manifest(const fs::path& dir, const Manifest& m) {
+  std::string text = manifest_to_json(m);
+  write_file_atomic(dir / kManifestName,
+                    ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+bool is_dataset(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / kManifestName, ec);
+}
+
+std::optional<int64_t> mtime_ns(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void check_location(std::string_view location) {
+  fs::path p{std::string(location)};
+  if (location.empty() || p.is_absolute())
+    throw corrupt("location \"" + std::string(location) + "\" is not a relative path");
+  for (const auto& part : p)
+    if (part == ".." || part == "." || part.empty())
+      throw corrupt("location \"" + std::string(location) + "\" leaves the dataset directory");
+}
+
+}  // namespace dlprep::dataset

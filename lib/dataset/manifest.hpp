@@ -1,0 +1,121 @@
+// A dlprep dataset on disk: DST/dataset.json (the manifest: schema, source, mix, counts) and
+// DST/samples.jsonl (the sample index: one JSON object per line, read and written as a stream so
+// that millions of samples never have to be held in memory).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "core/image.hpp"
+
+namespace dlprep::dataset {
+
+inline constexpr const char* kDatasetSchema = "dlprep.dataset/1";
+inline constexpr const char* kManifestName = "dataset.json";
+inline constexpr const char* kIndexName = "samples.jsonl";
+inline constexpr const char* kDataDir = "data";
+
+/// One line of samples.jsonl.
+struct SampleRecord {
+  uint64_t ordinal = 0;  ///< position in the whole source (all shards): merge order
+  std::string key;       ///< e.g. "cat/img001": source path below SRC without its extension
+  std::string label;     ///< class ("" when the sample has none)
+  std::string format;    ///< codec name of the stored file
+  std::string location;  ///< file path relative to the dataset directory, e.g. "data/cat/img001.l3"
+  uint64_t bytes = 0;    ///< size of the stored file
+  ImageShape shape;      ///< what the stored file decodes to
+  uint32_t crc32 = 0;    ///< zlib CRC-32 of the stored file
+  std::string source;    ///< the source file it was made from
+  bool operator==(const SampleRecord&) const = default;
+};
+
+/// One JSON object, no newline, keys in a fixed order (so equal records give equal lines).
+std::string format_record(const SampleRecord& record);
+/// Parses one line; throws Error(corrupt_data) saying what is missing or malformed.
+SampleRecord parse_record(std::string_view line);
+
+/// Reads samples.jsonl one record at a time. A last line without its newline (a writer killed
+/// mid-line) is ignored, never half-read.
+class IndexReader {
+ public:
+  /// Throws Error(io) if the file cannot be opened.
+  explicit IndexReader(const std::filesystem::path& path);
+  /// The next record, or false at the end. Throws Error(corrupt_data) naming the file and line.
+  bool next(SampleRecord& record);
+
+ private:
+  std::filesystem::path path_;
+  std::ifstream in_;
+  uint64_t line_ = 0;
+};
+
+/// Per-format target of a dataset: how its files were encoded. Every file of the format in
+/// data/ was made with this spec (convert-dataset removes them first when the spec changes).
+struct TargetState {
+  std::string format;  ///< codec name
+  std::string spec;    ///< canonical target text, e.g. "png:9"
+  double ratio = 1;    ///< share of the samples
+};
+
+/// Samples and bytes of one format.
+struct FormatCount {
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+};
+
+/// dataset.json.
+struct Manifest {
+  std::string schema = kDatasetSchema;
+  std::string tool;         ///< "dlprep 0.1.0"
+  std::string created;      ///< UTC, ISO 8601
+  bool complete = false;    ///< false while a conversion runs (or after it was interrupted)
+  std::string source_kind;  ///< "directory", "list" or "dataset"
+  std::string source_path;
+  uint64_t seed = 0;
+  uint32_t shard_index = 0;  ///< this dataset holds shard shard_index of shard_count
+  uint32_t shard_count = 1;
+  std::vector<TargetState> targets;  ///< the mix (one entry for --to)
+  std::string on_error = "fail";
+  std::string layout = "files";  ///< data as a mirrored file tree under data/
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+  uint64_t failed = 0;  ///< source samples skipped with --on-error skip
+  std::map<std::string, FormatCount> formats;
+  std::map<std::string, std::map<std::string, uint64_t>> classes;  ///< label -> format -> samples
+
+  /// Adds a record to the counts.
+  void count(const SampleRecord& record);
+};
+
+/// The manifest as JSON text (two-space indent, trailing newline).
+std::string manifest_to_json(const Manifest& manifest);
+/// Parses dataset.json text; throws Error(corrupt_data), or Error(unsupported) for another schema.
+Manifest manifest_from_json(std::string_view text);
+/// Reads DIR/dataset.json; errors name the file.
+Manifest read_manifest(const std::filesystem::path& dataset_dir);
+/// Writes DIR/dataset.json atomically.
+void write_manifest(const std::filesystem::path& dataset_dir, const Manifest& manifest);
+/// True when DIR/dataset.json exists.
+bool is_dataset(const std::filesystem::path& dir);
+
+/// zlib CRC-32 of bytes.
+uint32_t crc32_of(ByteSpan bytes);
+/// "1a2b3c4d".
+std::string crc32_hex(uint32_t crc);
+/// Modification time in ns since the Unix epoch, or nullopt if the path does not exist.
+std::optional<int64_t> mtime_ns(const std::filesystem::path& path);
+/// The current UTC time as "2026-11-23T08:10:00Z".
+std::string utc_now();
+/// Throws Error(corrupt_data) unless `location` is a relative path without "." or ".."
+/// components (an index must never point outside its dataset).
+void check_location(std::string_view location);
+
+}  // namespace dlprep::dataset

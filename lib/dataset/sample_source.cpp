@@ -1,0 +1,171 @@
+#include "dataset/sample_source.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "core/error.hpp"
+#include "dataset/manifest.hpp"
+#include "image/codec.hpp"
+
+namespace dlprep::dataset {
+namespace fs = std::filesystem;
+
+const char* source_kind_name(SourceKind kind) {
+  switch (kind) {
+    case SourceKind::directory:
+      return "directory";
+    case SourceKind::list:
+      return "list";
+    case SourceKind::dataset:
+      return "dataset";
+  }
+  return "directory";
+}
+
+std::string key_from_path(const fs::path& relative) {
+  fs::path clean;
+  for (const auto& part : relative.lexically_normal().relative_path()) {
+    if (part == ".." || part == "." || part.empty()) continue;
+    clean /= part;
+  }
+  fs::path stem = clean;
+  if (clean.has_extension() && clean.stem() != "") stem.replace_extension();
+  return stem.generic_string();
+}
+
+bool is_image_candidate(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  uint8_t head[64];
+  ssize_t n;
+  do n = ::read(fd, head, sizeof head);
+  while (n < 0 && errno == EINTR);
+  ::close(fd);
+  if (n <= 0) return n < 0;  // an empty file is not an image; a read error is reported later
+  return image::sniff_codec(ByteSpan(head, static_cast<size_t>(n))) != nullptr;
+}
+
+SampleSource::SampleSource(const fs::path& src) : src_(src) {
+  std::error_code ec;
+  auto st = fs::status(src, ec);
+  if (ec || !fs::exists(st))
+    throw Error(Errc::io, src.string() + ": cannot open: " +
+                              (ec ? ec.message() : std::string("No such file or directory")));
+  if (fs::is_directory(st)) {
+    kind_ = is_dataset(src) ? SourceKind::dataset : SourceKind::directory;
+    return;
+  }
+  int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Errc::io, src.string() + ": cannot open: " + std::strerror(errno));
+  ::close(fd);
+  if (!is_image_candidate(src) || !fs::is_regular_file(st)) {
+    kind_ = SourceKind::list;
+    return;
+  }
+  throw Error(Errc::invalid_argument,
+              src.string() + ": is an image; SRC must be a directory, a list file or a dataset");
+}
+
+void SampleSource::walk(const fs::path& dir, const std::string& relative,
+                        std::vector<std::pair<uint64_t, uint64_t>>& ancestors,
+                        const std::function<void(SourceEntry&&)>& fn) const {
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0)
+    throw Error(Errc::io, dir.string() + ": cannot open directory: " + std::strerror(errno));
+  std::pair<uint64_t, uint64_t> id{dst.st_dev, dst.st_ino};
+  if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end()) return;  // a loop
+  if (!exclude_.empty()) {
+    std::error_code ec;
+    if (fs::equivalent(dir, exclude_, ec)) return;
+  }
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] != '.') names.push_back(std::move(name));
+  }
+  if (ec) throw Error(Errc::io, dir.string() + ": cannot read directory: " + ec.message());
+  std::sort(names.begin(), names.end());
+  ancestors.push_back(id);
+  for (const std::string& name : names) {
+    fs::path path = dir / name;
+    std::string rel = relative.empty() ? name : relative + "/" + name;
+    std::error_code sec;
+    auto st = fs::status(path, sec);  // follows symlinks
+    // A dangling link is kept as a sample, so that it is reported rather than silently missed.
+    bool dangling = !fs::exists(st) && fs::is_symlink(fs::symlink_status(path, sec));
+    if (fs::is_directory(st)) {
+      // A dlprep dataset inside the tree (e.g. an earlier output) is not part of the source.
+      if (!is_dataset(path)) walk(path, rel, ancestors, fn);
+    } else if (fs::is_regular_file(st) || dangling) {
+      SourceEntry e;
+      e.path = path;
+      e.key = key_from_path(rel);
+      size_t slash = rel.find('/');
+      e.label = slash == std::string::npos ? "" : rel.substr(0, slash);
+      fn(std::move(e));
+    }
+  }
+  ancestors.pop_back();
+}
+
+void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const {
+  if (kind_ == SourceKind::directory) {
+    std::vector<std::pair<uint64_t, uint64_t>> ancestors;
+    walk(src_, "", ancestors, fn);
+    return;
+  }
+  if (kind_ == SourceKind::dataset) {
+    IndexReader reader(src_ / kIndexName);
+    SampleRecord r;
+    while (reader.next(r)) {
+      SourceEntry e;
+      try {
+        check_location(r.location);
+      } catch (const Error& err) {
+        throw err.with_context((src_ / kIndexName).string());
+      }
+      e.path = src_ / r.location;
+      e.key = std::move(r.key);
+      e.label = std::move(r.label);
+      e.named = true;
+      fn(std::move(e));
+    }
+    return;
+  }
+  std::ifstream in(src_, std::ios::binary);
+  if (!in) throw Error(Errc::io, src_.string() + ": cannot open: " + std::strerror(errno));
+  fs::path base = src_.parent_path();
+  std::string line;
+  uint64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    SourceEntry e;
+    size_t tab = line.find('\t');
+    std::string path = line.substr(0, tab);
+    if (tab != std::string::npos) e.label = line.substr(tab + 1);
+    if (path.empty())
+      throw Error(Errc::corrupt_data,
+                  src_.string() + ":" + std::to_string(number) + ": empty path");
+    fs::path p(path);
+    e.path = p.is_absolute() ? p : base / p;
+    e.key = key_from_path(p);
+    if (e.key.empty())
+      throw Error(Errc::corrupt_data,
+                  src_.string() + ":" + std::to_string(number) + ": '" + path + "' names no file");
+    e.named = true;
+    fn(std::move(e));
+  }
+  if (in.bad()) throw Error(Errc::io, src_.string() + ": read failed");
+}
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,60 @@
+// The samples of a convert-dataset source, enumerated as a stream in a deterministic order:
+// an ImageFolder directory tree, a list file, or an existing dlprep dataset.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace dlprep::dataset {
+
+enum class SourceKind { directory, list, dataset };
+
+/// "directory", "list", "dataset".
+const char* source_kind_name(SourceKind kind);
+
+/// One source sample.
+struct SourceEntry {
+  std::filesystem::path path;  ///< the file to read
+  std::string key;             ///< unique name: relative path without the extension
+  std::string label;           ///< class, "" if none
+  /// Named explicitly (list file, dataset index): always a sample, an error if not an image.
+  /// Found while walking a directory: a sample only if its magic bytes are an image's.
+  bool named = false;
+};
+
+/// The key of a path: generic form, no root, no "." or ".." parts, without the last extension.
+std::string key_from_path(const std::filesystem::path& relative);
+
+/// A source: SRC is a directory (a dlprep dataset when it holds dataset.json, else a tree whose
+/// first-level folders are class labels, walked in sorted order, hidden names and dlprep datasets
+/// inside the tree skipped, directory symlinks followed without loops), or a list file (one `PATH[<TAB>LABEL]` per line, relative
+/// paths from the list's folder, blank and `#` lines ignored).
+/// Memory: the walk holds one sorted listing per directory level, never the whole tree.
+class SampleSource {
+ public:
+  /// Detects the kind; throws Error(io) if SRC cannot be read, Error(invalid_argument) if it is
+  /// an image file rather than a list.
+  explicit SampleSource(const std::filesystem::path& src);
+  SourceKind kind() const { return kind_; }
+  const std::filesystem::path& path() const { return src_; }
+  /// Leaves this directory (and everything below it) out of a walk: the destination, when it
+  /// lies inside the source tree.
+  void exclude(const std::filesystem::path& dir) { exclude_ = dir; }
+  /// Calls fn for every entry, in the same order every time. Throws Error(io | corrupt_data).
+  void for_each(const std::function<void(SourceEntry&&)>& fn) const;
+
+ private:
+  void walk(const std::filesystem::path& dir, const std::string& relative,
+            std::vector<std::pair<uint64_t, uint64_t>>& ancestors,
+            const std::function<void(SourceEntry&&)>& fn) const;
+  std::filesystem::path src_;
+  std::filesystem::path exclude_;
+  SourceKind kind_ = SourceKind::directory;
+};
+
+/// True if the first bytes of the file are an image's magic, or if the file cannot be read (so
+/// that the failure is reported as a sample error rather than the file silently ignored).
+bool is_image_candidate(const std::filesystem::path& path);
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,42 @@
+// What convert-dataset writes: a target format with its encoder options (`--to png:9`), and a
+// mix of such targets with ratios (`--mix l3:0.6,bmp:0.4`).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "image/codec.hpp"
+
+namespace dlprep::dataset {
+
+/// One output format and how to encode it.
+struct TargetSpec {
+  std::string format;            ///< codec name: l3, png, jpeg, webp, bmp, ppm
+  image::EncodeOptions options;  ///< encoder options parsed from the text
+  /// Options were given explicitly. Without them a source already in this format is copied
+  /// byte for byte (no generation loss for jpeg, no wasted work), otherwise it is re-encoded.
+  bool has_options = false;
+  std::string text;  ///< canonical spelling, e.g. "png:9", "webp:lossless", "jpeg:90", "l3"
+};
+
+/// One entry of a mix: a target and its share of the samples (normalised to sum to 1).
+struct MixEntry {
+  TargetSpec target;
+  double ratio = 1.0;
+};
+
+/// Parses FMT[:OPTIONS]: l3[:PATCH], png[:LEVEL 0-9], jpeg[:QUALITY 1-100],
+/// webp[:lossless|QUALITY 1-100], bmp, ppm ("jpg" and "pgm" are aliases). Throws
+/// Error(invalid_argument) for bad text and Error(unsupported) for a codec not built in.
+TargetSpec parse_target(std::string_view text);
+
+/// Parses FMT[:OPTIONS]:RATIO[,…] (the last field of each item is its ratio, any non-negative
+/// weight; "png:7,bmp:3" is 70%/30%). Ratios are normalised to sum to 1. Each format may appear
+/// once. Throws Error(invalid_argument) or Error(unsupported).
+std::vector<MixEntry> parse_mix(std::string_view text);
+
+/// "l3:0.6,bmp:0.4": the canonical text of a mix (ratios with up to 6 significant digits).
+std::string mix_text(const std::vector<MixEntry>& mix);
+
+}  // namespace dlprep::dataset

@@ -1,0 +1,52 @@
+// The probes of profile-mix: a deterministic sample of a dataset, and what one image of each
+// candidate format costs on disk and in decode CPU time, measured on that sample.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/file_io.hpp"
+#include "core/image.hpp"
+#include "core/timing.hpp"
+#include "dataset/target_spec.hpp"
+#include "profile/mix_optimizer.hpp"
+
+namespace dlprep::profile {
+
+/// One image of the sample, decoded once.
+struct SampleImage {
+  std::filesystem::path path;  ///< the source file
+  std::string source_format;   ///< codec name of the source file
+  Bytes source_bytes;          ///< the file as stored (reused when the target is its format)
+  Image image;
+};
+
+/// Up to `count` source files of a dlprep dataset or image directory (anything SampleSource
+/// takes), evenly spaced over its enumeration order: the same on every run. Throws Error(io),
+/// or Error(invalid_argument) when there is no image.
+std::vector<std::filesystem::path> select_sample(const std::filesystem::path& dataset, size_t count);
+
+/// Reads and decodes the files on `threads` threads. Throws Error naming the file.
+std::vector<SampleImage> load_sample(const std::vector<std::filesystem::path>& files,
+                                     unsigned threads);
+
+/// One candidate format measured on the sample.
+struct ProbedFormat {
+  FormatCost cost;
+  std::string extension;      ///< file extension its files get
+  std::vector<Bytes> files;   ///< the sample encoded in this format, in sample order
+  double encode_seconds = 0;  ///< wall time to encode the sample (for the report)
+};
+
+/// Encodes the sample in `target` (on `threads` threads; a source already in the format without
+/// explicit options is used as is, as convert-dataset does), checks that lossless formats decode
+/// back to the same pixels, and measures the decode CPU time of each file on one thread: CPU
+/// seconds of the calling thread (robust to neighbours on a shared machine), `timing.warmup`
+/// untimed runs, then the median of `timing.repeats`. Throws Error(unsupported) for a codec not
+/// built in, Error(internal) when a lossless round trip differs.
+ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset::TargetSpec& target,
+                          unsigned threads, const TimingParams& timing);
+
+}  // namespace dlprep::profile

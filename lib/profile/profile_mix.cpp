@@ -1,0 +1,263 @@
+// profile-mix: sample -> probes -> optimiser -> verification (Liquid section 4, generalised).
+#include "profile/profile_mix.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <random>
+#include <system_error>
+#include <unistd.h>
+
+#include "core/error.hpp"
+#include "core/timing.hpp"
+#include "image/codec.hpp"
+#include "profile/load_decode.hpp"
+#include "profile/probe.hpp"
+#include "profile/storage.hpp"
+
+namespace dlprep::profile {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A temporary folder removed on every exit path.
+class TempDir {
+ public:
+  explicit TempDir(const fs::path& parent) {
+    fs::path base = parent.empty() ? fs::temp_directory_path() : parent;
+    for (unsigned k = 0;; ++k) {
+      path_ = base / ("dlprep-profile-" + std::to_string(::getpid()) + "-" + std::to_string(k));
+      std::error_code ec;
+      if (fs::create_directories(path_, ec)) break;
+      if (ec || k > 100)
+        throw Error(Errc::io, path_.string() + ": cannot create the work folder" +
+                                  (ec ? ": " + ec.message() : std::string()));
+    }
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The pass of a mix: `count` reads of sample files, image k % n, formats dealt out so that each
+// gets its share exactly (largest remainder), then shuffled with a fixed seed so that no image is
+// tied to one format.
+std::vector<PassItem> pass_items(const std::vector<std::vector<fs::path>>& files,
+                                 const std::vector<ProbedFormat>& probed,
+                                 const std::vector<double>& ratios, size_t count) {
+  size_t n = files.front().size();
+  std::vector<size_t> formats;
+  std::vector<double> error(ratios.size(), 0.0);
+  for (size_t k = 0; k < count; ++k) {
+    size_t pick = 0;
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      error[i] += ratios[i];
+      if (error[i] > error[pick]) pick = i;
+    }
+    error[pick] -= 1;
+    formats.push_back(pick);
+  }
+  std::mt19937_64 rng(0x5eed);  // fixed: the same pass on every run
+  std::shuffle(formats.begin(), formats.end(), rng);
+  std::vector<PassItem> items;
+  for (size_t k = 0; k < count; ++k)
+    items.push_back({files[formats[k]][k % n], probed[formats[k]].cost.format});
+  return items;
+}
+
+}  // namespace
+
+std::vector<dataset::TargetSpec> default_formats() {
+  std::vector<dataset::TargetSpec> out;
+  for (const char* name : {"png", "bmp", "l3"})
+    if (image::find_codec(name)) out.push_back(dataset::parse_target(name));
+  return out;
+}
+
+double parse_bandwidth(std::string_view text) {
+  std::string_view s = text;
+  auto bad = [&] {
+    return Error(Errc::invalid_argument,
+                 "'" + std::string(text) + "' is not a bandwidth (e.g. 500MB/s, 1.5GB/s, 800MiB/s)");
+  };
+  double value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end == s.data()) throw bad();
+  s.remove_prefix(static_cast<size_t>(end - s.data()));
+  if (s.ends_with("/s")) s.remove_suffix(2);
+  if (s.ends_with("B")) s.remove_suffix(1);
+  double scale = 1;
+  if (!s.empty()) {
+    static const struct {
+      const char* unit;
+      double scale;
+    } units[] = {{"k", 1e3},  {"K", 1e3},  {"M", 1e6},  {"G", 1e9},           {"T", 1e12},
+                 {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+    bool found = false;
+    for (const auto& u : units)
+      if (s == u.unit) {
+        scale = u.scale;
+        found = true;
+      }
+    if (!found) throw bad();
+  }
+  double bytes = value * scale;
+  if (!(bytes > 0) || !std::isfinite(bytes)) throw bad();
+  return bytes;
+}
+
+ProfileReport profile_mix(const ProfileOptions& o) {
+  if (o.search != "lp" && o.search != "liquid")
+    throw Error(Errc::invalid_argument, "--search must be lp or liquid");
+  if (o.sample == 0) throw Error(Errc::invalid_argument, "--sample must be at least 1");
+  if (o.storage_bytes_per_s < 0 || o.compute_images_per_s < 0)
+    throw Error(Errc::invalid_argument, "rates must not be negative");
+  std::vector<dataset::TargetSpec> targets = o.formats.empty() ? default_formats() : o.formats;
+  if (targets.empty()) throw Error(Errc::invalid_argument, "no candidate formats");
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = i + 1; j < targets.size(); ++j)
+      if (targets[i].text == targets[j].text)
+        throw Error(Errc::invalid_argument, "--formats names " + targets[i].text + " twice");
+  unsigned threads = std::max(o.threads, 1u);
+  auto step = [&](const std::string& what, uint64_t done, uint64_t total) {
+    if (o.progress) o.progress(ProgressEvent{what, done, total, ""});
+  };
+
+  Stopwatch total_watch;
+  ProfileReport report;
+  report.dataset = o.dataset.string();
+  report.search = o.search;
+
+  // 1. The sample, and the storage bandwidth of the dataset's own files.
+  std::vector<fs::path> files = select_sample(o.dataset, o.sample);
+  report.sample_images = files.size();
+  report.resources.decode_workers = threads;
+  report.resources.compute_images_per_s = o.compute_images_per_s;
+  if (o.storage_bytes_per_s > 0) {
+    report.resources.storage_bytes_per_s = o.storage_bytes_per_s;
+    report.storage_source = "given";
+  } else {
+    // A few reads in flight, as a loader keeps; the files are read once, page cache bypassed.
+    report.resources.storage_bytes_per_s = measure_read_bandwidth(files, 4);
+    report.storage_source = "measured";
+  }
+  step("sample", 0, targets.size());
+  std::vector<SampleImage> sample = load_sample(files, threads);
+
+  // 2. Probe each candidate; its encoded sample goes to the work folder for the passes.
+  TempDir work(o.work_dir);
+  TimingParams timing;
+  timing.warmup = 1;
+  timing.repeats = 3;
+  std::vector<ProbedFormat> probed;
+  std::vector<std::vector<fs::path>> stored;
+  for (size_t f = 0; f < targets.size(); ++f) {
+    probed.push_back(probe_format(sample, targets[f], threads, timing));
+    report.formats.push_back(probed.back().cost);
+    fs::path dir = work.path() / std::to_string(f);
+    fs::create_directories(dir);
+    std::vector<fs::path> paths;
+    for (size_t i = 0; i < probed.back().files.size(); ++i) {
+      paths.push_back(dir / (std::to_string(i) + "." + probed.back().extension));
+      write_file_atomic(paths.back(), probed.back().files[i]);
+    }
+    probed.back().files.clear();  // on disk now; keep memory to one format's sample
+    probed.back().files.shrink_to_fit();
+    stored.push_back(std::move(paths));
+    step("probe", f + 1, targets.size());
+  }
+  sample.clear();
+  sample.shrink_to_fit();
+  // Written files are dirty in the page cache; flush and drop them so the passes read the disk.
+  for (const auto& paths : stored)
+    for (const fs::path& p : paths) evict_from_page_cache(p);
+
+  // 3. The two formats of the sweep and the plot: Liquid's PNG and BMP when both are candidates.
+  auto index_of = [&](const char* name) -> long {
+    for (size_t i = 0; i < report.formats.size(); ++i)
+      if (report.formats[i].format == name) return static_cast<long>(i);
+    return -1;
+  };
+  long png = index_of("png"), bmp = index_of("bmp");
+  if (bmp < 0) bmp = index_of("ppm");
+  if (report.formats.size() >= 2) {
+    if (png >= 0 && bmp >= 0) {
+      report.sweep_a = static_cast<size_t>(png);
+      report.sweep_b = static_cast<size_t>(bmp);
+    } else {
+      report.sweep_a = 0;
+      report.sweep_b = 1;
+    }
+  }
+
+  // 4. The mix.
+  if (o.search == "liquid") {
+    if (report.formats.size() < 2)
+      throw Error(Errc::invalid_argument, "--search liquid needs two candidate formats");
+    MixChoice c = optimize_liquid(report.formats, report.resources, report.sweep_a, report.sweep_b);
+    report.mix = c.ratios;
+    report.predicted = c.predicted;
+  } else {
+    MixChoice c = optimize_lp(report.formats, report.resources);
+    report.mix = c.ratios;
+    report.predicted = c.predicted;
+  }
+  if (report.formats.size() >= 2)
+    report.sweep = sweep(report.formats, report.resources, report.sweep_a, report.sweep_b, 11);
+  report.probe_seconds = total_watch.seconds();
+  report.reader = "none";  // until a pass reads something
+
+  // 5. Measured passes: long enough to average over the sample, at least one read per file.
+  auto measure_mix = [&](const std::vector<double>& ratios, double predicted) {
+    size_t n = report.sample_images;
+    double want = std::isfinite(predicted) ? predicted * o.pass_seconds : 0;
+    size_t count = std::clamp<size_t>(static_cast<size_t>(want), n, 200 * n);
+    std::vector<PassItem> items = pass_items(stored, probed, ratios, count);
+    TimingParams params;
+    params.warmup = 0;
+    params.repeats = std::max(o.pass_repeats, 1u);
+    PassResult last;
+    std::vector<double> rates;
+    TimingStats stats = measure_self_timed(params, [&](bool) {
+      for (const PassItem& item : items) evict_from_page_cache(item.path);
+      last = run_load_decode(items, report.resources.storage_bytes_per_s, threads,
+                             std::max(4u, threads));
+      if (report.reader != "fadvise")
+        report.reader = last.direct_reads < last.images ? "fadvise" : "o_direct";
+      return last.seconds;
+    });
+    MeasuredThroughput m;
+    m.images = last.images;
+    m.seconds = stats.median_s;
+    m.images_per_s = stats.median_rate(static_cast<double>(last.images));
+    m.storage_bytes_per_s = stats.median_rate(static_cast<double>(last.bytes));
+    return m;
+  };
+  if (o.verify) {
+    Stopwatch w;
+    step("verify", 0, 1);
+    report.measured = measure_mix(report.mix, report.predicted.images_per_s);
+    report.verify_seconds = w.seconds();
+  }
+  if (o.measure_sweep && !report.sweep.empty()) {
+    Stopwatch w;
+    for (size_t k = 0; k < report.sweep.size(); ++k) {
+      step("sweep", k, report.sweep.size());
+      std::vector<double> ratios(report.formats.size(), 0.0);
+      ratios[report.sweep_a] = report.sweep[k].ratio_a;
+      ratios[report.sweep_b] = 1 - report.sweep[k].ratio_a;
+      report.sweep[k].measured_images_per_s =
+          measure_mix(ratios, report.sweep[k].predicted.images_per_s).images_per_s;
+    }
+    report.sweep_seconds = w.seconds();
+  }
+  report.total_seconds = total_watch.seconds();
+  return report;
+}
+
+}  // namespace dlprep::profile

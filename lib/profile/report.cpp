@@ -1,0 +1,283 @@
+// The profile-mix report: JSON in and out, and the human table.
+#include "profile/report.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace dlprep::profile {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Json number_or_null(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+double number_or_inf(const Json& j) { return j.is_null() ? kInf : j.get<double>(); }
+
+Json bounds_json(const Bounds& b) {
+  return {{"images_per_s", number_or_null(b.images_per_s)},
+          {"bound", b.bound},
+          {"load_images_per_s", number_or_null(b.load_images_per_s)},
+          {"decode_images_per_s", number_or_null(b.decode_images_per_s)},
+          {"compute_images_per_s", number_or_null(b.compute_images_per_s)}};
+}
+
+Bounds bounds_from(const Json& j) {
+  Bounds b;
+  b.images_per_s = number_or_inf(j.at("images_per_s"));
+  b.bound = j.at("bound").get<std::string>();
+  b.load_images_per_s = number_or_inf(j.at("load_images_per_s"));
+  b.decode_images_per_s = number_or_inf(j.at("decode_images_per_s"));
+  b.compute_images_per_s = number_or_inf(j.at("compute_images_per_s"));
+  return b;
+}
+
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// Shares in the mix text: 3 decimals is finer than any sample can realise.
+std::string share_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", r);
+  return buf;
+}
+
+}  // namespace
+
+std::string ProfileReport::mix_text() const {
+  std::string out;
+  for (size_t i = 0; i < formats.size() && i < mix.size(); ++i) {
+    if (mix[i] <= 0) continue;
+    if (!out.empty()) out += ',';
+    out += formats[i].spec + ':' + share_text(mix[i]);
+  }
+  return out;
+}
+
+std::string report_to_json(const ProfileReport& r) {
+  Json formats = Json::array();
+  for (size_t i = 0; i < r.formats.size(); ++i) {
+    const FormatCost& c = r.formats[i];
+    formats.push_back({{"format", c.format},
+                       {"spec", c.spec},
+                       {"bytes_per_image", c.bytes_per_image},
+                       {"decode_cpu_seconds_per_image", c.decode_cpu_s_per_image}});
+  }
+  Json mix = Json::array();
+  for (size_t i = 0; i < r.formats.size() && i < r.mix.size(); ++i)
+    if (r.mix[i] > 0)
+      mix.push_back({{"format", r.formats[i].format}, {"spec", r.formats[i].spec}, {"ratio", r.mix[i]}});
+  Json sweep = Json::array();
+  for (const SweepPoint& p : r.sweep) {
+    Json point = {{"ratio", p.ratio_a}, {"predicted", bounds_json(p.predicted)}};
+    point["measured_images_per_s"] =
+        p.measured_images_per_s >= 0 ? Json(p.measured_images_per_s) : Json(nullptr);
+    sweep.push_back(point);
+  }
+  Json doc = {
+      {"schema", r.schema},
+      {"dataset", r.dataset},
+      {"sample_images", r.sample_images},
+      {"formats", formats},
+      {"resources",
+       {{"storage_bytes_per_s", r.resources.storage_bytes_per_s},
+        {"storage_source", r.storage_source},
+        {"reader", r.reader},
+        {"decode_workers", r.resources.decode_workers},
+        {"decode_workers_source", r.decode_workers_source},
+        {"jobs", r.jobs},
+        {"compute_images_per_s",
+         r.resources.compute_images_per_s > 0 ? Json(r.resources.compute_images_per_s)
+                                              : Json(nullptr)}}},
+      {"search", r.search},
+      {"mix", mix},
+      {"mix_text", r.mix_text()},
+      {"predicted", bounds_json(r.predicted)},
+  };
+  if (r.measured) {
+    doc["measured"] = {{"images_per_s", r.measured->images_per_s},
+                       {"seconds", r.measured->seconds},
+                       {"images", r.measured->images},
+                       {"storage_bytes_per_s", r.measured->storage_bytes_per_s},
+                       {"decode_cores", r.measured->decode_cores}};
+  } else {
+    doc["measured"] = nullptr;
+  }
+  if (r.first_measured) {
+    doc["first_mix"] = {{"ratios", r.first_mix},
+                        {"images_per_s", r.first_measured->images_per_s},
+                        {"seconds", r.first_measured->seconds},
+                        {"images", r.first_measured->images},
+                        {"storage_bytes_per_s", r.first_measured->storage_bytes_per_s},
+                        {"decode_cores", r.first_measured->decode_cores}};
+  } else {
+    doc["first_mix"] = nullptr;
+  }
+  doc["sweep"] = {{"format_a", r.formats.empty() ? "" : r.formats.at(r.sweep_a).spec},
+                  {"format_b", r.formats.size() < 2 ? "" : r.formats.at(r.sweep_b).spec},
+                  {"points", sweep}};
+  doc["seconds"] = {{"probe", r.probe_seconds},
+                    {"verify", r.verify_seconds},
+                    {"sweep", r.sweep_seconds},
+                    {"total", r.total_seconds}};
+  return doc.dump(2) + "\n";
+}
+
+ProfileReport report_from_json(std::string_view text) {
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw Error(Errc::corrupt_data, std::string("profile-mix report: ") + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string())
+    throw Error(Errc::corrupt_data, "profile-mix report: no schema");
+  if (doc["schema"] != kReportSchema)
+    throw Error(Errc::unsupported, "profile-mix report: schema " +
+                                       doc["schema"].get<std::string>() + " is not " +
+                                       kReportSchema);
+  try {
+    ProfileReport r;
+    r.dataset = doc.at("dataset").get<std::string>();
+    r.sample_images = doc.at("sample_images").get<uint64_t>();
+    for (const Json& f : doc.at("formats")) {
+      FormatCost c;
+      c.format = f.at("format").get<std::string>();
+      c.spec = f.at("spec").get<std::string>();
+      c.bytes_per_image = f.at("bytes_per_image").get<double>();
+      c.decode_cpu_s_per_image = f.at("decode_cpu_seconds_per_image").get<double>();
+      r.formats.push_back(c);
+    }
+    const Json& res = doc.at("resources");
+    r.resources.storage_bytes_per_s = res.at("storage_bytes_per_s").get<double>();
+    r.storage_source = res.at("storage_source").get<std::string>();
+    r.reader = res.at("reader").get<std::string>();
+    r.resources.decode_workers = res.at("decode_workers").get<double>();
+    r.decode_workers_source = res.at("decode_workers_source").get<std::string>();
+    r.jobs = res.at("jobs").get<unsigned>();
+    r.resources.compute_images_per_s =
+        res.at("compute_images_per_s").is_null() ? 0 : res["compute_images_per_s"].get<double>();
+    r.search = doc.at("search").get<std::string>();
+    r.mix.assign(r.formats.size(), 0.0);
+    for (const Json& m : doc.at("mix")) {
+      std::string spec = m.at("spec").get<std::string>();
+      bool found = false;
+      for (size_t i = 0; i < r.formats.size(); ++i)
+        if (r.formats[i].spec == spec) {
+          r.mix[i] = m.at("ratio").get<double>();
+          found = true;
+        }
+      if (!found)
+        throw Error(Errc::corrupt_data, "profile-mix report: mix names " + spec +
+                                            ", which is not among the formats");
+    }
+    r.predicted = bounds_from(doc.at("predicted"));
+    if (!doc.at("measured").is_null()) {
+      const Json& m = doc["measured"];
+      r.measured = MeasuredThroughput{m.at("images_per_s").get<double>(),
+                                      m.at("seconds").get<double>(),
+                                      m.at("images").get<uint64_t>(),
+                                      m.at("storage_bytes_per_s").get<double>(),
+                                      m.at("decode_cores").get<double>()};
+    }
+    if (!doc.at("first_mix").is_null()) {
+      const Json& m = doc["first_mix"];
+      r.first_mix = m.at("ratios").get<std::vector<double>>();
+      r.first_measured = MeasuredThroughput{m.at("images_per_s").get<double>(),
+                                            m.at("seconds").get<double>(),
+                                            m.at("images").get<uint64_t>(),
+                                            m.at("storage_bytes_per_s").get<double>(),
+                                            m.at("decode_cores").get<double>()};
+    }
+    const Json& sw = doc.at("sweep");
+    auto index_of = [&](const std::string& spec) -> size_t {
+      for (size_t i = 0; i < r.formats.size(); ++i)
+        if (r.formats[i].spec == spec) return i;
+      return 0;
+    };
+    r.sweep_a = index_of(sw.at("format_a").get<std::string>());
+    r.sweep_b = index_of(sw.at("format_b").get<std::string>());
+    for (const Json& p : sw.at("points")) {
+      SweepPoint s;
+      s.ratio_a = p.at("ratio").get<double>();
+      s.predicted = bounds_from(p.at("predicted"));
+      s.measured_images_per_s =
+          p.at("measured_images_per_s").is_null() ? -1 : p["measured_images_per_s"].get<double>();
+      r.sweep.push_back(s);
+    }
+    const Json& sec = doc.at("seconds");
+    r.probe_seconds = sec.at("probe").get<double>();
+    r.verify_seconds = sec.at("verify").get<double>();
+    r.sweep_seconds = sec.at("sweep").get<double>();
+    r.total_seconds = sec.at("total").get<double>();
+    return r;
+  } catch (const Json::exception& e) {
+    throw Error(Errc::corrupt_data, std::string("profile-mix report: ") + e.what());
+  }
+}
+
+std::string report_table(const ProfileReport& r) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-10s %14s %18s %16s %8s\n", "format", "bytes/image",
+                "decode ms/image", "img/s per core", "share");
+  out += line;
+  for (size_t i = 0; i < r.formats.size(); ++i) {
+    const FormatCost& c = r.formats[i];
+    double share = i < r.mix.size() ? r.mix[i] : 0;
+    std::snprintf(line, sizeof line, "%-10s %14.0f %18.3f %16.1f %8s\n", c.spec.c_str(),
+                  c.bytes_per_image, c.decode_cpu_s_per_image * 1e3,
+                  c.decode_cpu_s_per_image > 0 ? 1 / c.decode_cpu_s_per_image : 0.0,
+                  fixed(share, 3).c_str());
+    out += line;
+  }
+  out += "\nstorage: " + fixed(r.resources.storage_bytes_per_s / 1e6, 1) + " MB/s (" +
+         r.storage_source + ", reads via " + r.reader + ")";
+  out += "; decode workers: " + std::to_string(r.jobs);
+  if (r.decode_workers_source == "measured")
+    out += " (re-solved with the " + fixed(r.resources.decode_workers, 2) +
+           " cores they really got)";
+  out += "; compute ceiling: " +
+         (r.resources.compute_images_per_s > 0 ? fixed(r.resources.compute_images_per_s, 1) + " img/s"
+                                               : std::string("none"));
+  out += "\nsample: " + std::to_string(r.sample_images) + " images; search: " + r.search + "\n";
+  out += "mix: " + r.mix_text() + "\n";
+  out += "predicted: " + fixed(r.predicted.images_per_s, 1) + " img/s (" + r.predicted.bound +
+         "-bound; load " + fixed(r.predicted.load_images_per_s, 1) + ", decode " +
+         fixed(r.predicted.decode_images_per_s, 1) + ")\n";
+  if (r.first_measured)
+    out += "first mix: " + fixed(r.first_measured->images_per_s, 1) +
+           " img/s measured, decode-bound on " + fixed(r.first_measured->decode_cores, 2) +
+           " cores\n";
+  if (r.measured)
+    out += "measured: " + fixed(r.measured->images_per_s, 1) + " img/s over " +
+           std::to_string(r.measured->images) + " images in " + fixed(r.measured->seconds, 2) +
+           " s, storage delivered " + fixed(r.measured->storage_bytes_per_s / 1e6, 1) + " MB/s (" +
+           fixed(100 * r.measured->images_per_s / r.predicted.images_per_s, 0) +
+           "% of predicted)\n";
+  bool measured_sweep = false;
+  for (const SweepPoint& p : r.sweep) measured_sweep |= p.measured_images_per_s >= 0;
+  if (measured_sweep && r.formats.size() >= 2) {
+    out += "\nsweep " + r.formats[r.sweep_a].spec + ":" + r.formats[r.sweep_b].spec +
+           "   predicted img/s   measured img/s\n";
+    for (const SweepPoint& p : r.sweep) {
+      std::snprintf(line, sizeof line, "  %.1f:%.1f %20.1f %16.1f\n", p.ratio_a, 1 - p.ratio_a,
+                    p.predicted.images_per_s, p.measured_images_per_s);
+      out += line;
+    }
+  }
+  out += "time: probe " + fixed(r.probe_seconds, 2) + " s, verify " + fixed(r.verify_seconds, 2) +
+         " s";
+  if (r.sweep_seconds > 0) out += ", sweep " + fixed(r.sweep_seconds, 2) + " s";
+  out += ", total " + fixed(r.total_seconds, 2) + " s\n";
+  return out;
+}
+
+}  // namespace dlprep::profile

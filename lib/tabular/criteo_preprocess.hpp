@@ -1,0 +1,125 @@
+// Criteo/DLRM click-log preprocessing (PIPER's pipeline): Decode (UTF-8 TSV, gzip, or binary rows)
+// -> FillMissing -> Hex2Int -> Modulus -> GenVocab (pass 1) -> ApplyVocab (pass 2) -> Neg2Zero ->
+// Logarithm -> write. The public entry point of lib/tabular.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/progress.hpp"
+#include "tabular/criteo_schema.hpp"
+
+namespace dlprep::tabular {
+
+/// How input files are read. `auto_detect` looks at the first bytes: gzip magic -> gzip-compressed
+/// text, the binary magic -> binary rows, anything else -> tab-separated text.
+enum class InputFormat { auto_detect, tsv, bin };
+
+/// Output layouts (see man/dlprep-criteo-preprocess.1):
+///  npy   TorchRec/MLPerf-v2 per day: day_D_dense.npy float32 (N,13), day_D_sparse.npy int32
+///        (N,26), day_D_labels.npy int32 (N,1).
+///  dlrm  DLRM/MLPerf-v1 binary per day: day_D.bin, int32 x 40 per row (label, I1..I13 after
+///        Neg2Zero, C1..C26 IDs), no header. Needs apply_log = false (the loader takes the log).
+///  split NVIDIA split layout per day: day_D/label.bin (int32), day_D/numerical.bin (float32 x 13),
+///        day_D/cat_J.bin (int32), J = 0..25, no headers.
+///  none  only the vocabulary and stats.json (pass 1 alone).
+enum class OutputFormat { npy, dlrm, split, none };
+
+/// Whether pass 1 keeps the decoded rows (160 bytes each) in an unnamed temporary file in the
+/// output directory, so that pass 2 reads them instead of decoding (and decompressing) the text
+/// again. auto: on for text input when the estimate is at most 1 GiB (larger caches cost more in
+/// kernel writeback than they save) and the output file system has room for twice that.
+enum class DecodeCache { auto_select, on, off };
+
+/// Which backend runs. Only cpu is built here; cuda and fpga throw Error(device_unavailable).
+enum class Device { cpu, cuda, fpga, auto_select };
+
+/// What a malformed row does: stop with an error naming file and line, or be counted and dropped.
+enum class BadRowPolicy { error, skip };
+
+/// How the last input is split when `split_last` is set: DLRM writes the test half first, then
+/// validation; TorchRec/MLPerf-v2 validation first, then test. Outputs are named test_* / val_*.
+enum class SplitLast { none, test_val, val_test };
+
+struct PreprocessOptions {
+  std::vector<std::filesystem::path> inputs;  ///< one file per day, in day order
+  std::filesystem::path out_dir;
+  InputFormat input_format = InputFormat::auto_detect;
+  OutputFormat output_format = OutputFormat::npy;
+  Device device = Device::cpu;
+  /// Modulus per sparse column (DLRM's max_ind_range); 0 = none (full 32-bit values).
+  std::array<uint32_t, kNumSparse> modulus{};
+  /// Values seen fewer than min_freq times in pass 1 map to the OOV ID (1 = keep every value).
+  uint64_t min_freq = 1;
+  /// ID of the first kept value of each column; IDs are contiguous in first-appearance order.
+  int64_t id_base = 0;
+  /// OOV ID; default: id_base - 1 when id_base >= 1, else one past the column's last ID.
+  std::optional<int64_t> oov_id;
+  bool apply_log = true;  ///< store log(max(x,0) + log_offset); false: store max(x,0)
+  double log_offset = kDefaultLogOffset;
+  /// Apply the vocabulary saved in this directory instead of building one (train/test consistency).
+  std::optional<std::filesystem::path> vocab_from;
+  SplitLast split_last = SplitLast::none;
+  BadRowPolicy on_bad_row = BadRowPolicy::error;
+  DecodeCache decode_cache = DecodeCache::auto_select;
+  /// Also write every decoded row, in the binary row format, to this file (one file for all days).
+  std::optional<std::filesystem::path> emit_binary;
+  /// Refuse (Error limit_exceeded) rather than use more memory than this; 0 = no limit.
+  uint64_t max_memory_bytes = 0;
+  /// Reuse a matching vocabulary checkpoint (complete, or partial: written after a day when a
+  /// minute has passed since the last) and completed day outputs from an earlier run.
+  bool resume = true;
+  /// Seconds between partial pass-1 checkpoints (tests set 0 to checkpoint after every day).
+  double checkpoint_seconds = 60.0;
+  bool write_vocab = true;                ///< write vocab/ (values and counts per column)
+  unsigned threads = 0;                   ///< 0 = all hardware threads
+  size_t chunk_bytes = size_t{16} << 20;  ///< input bytes decoded per step (bounds memory)
+  ProgressCallback progress;
+  WarningCallback warning;
+};
+
+struct DayStats {
+  std::string input;
+  uint64_t rows = 0;      ///< rows written (bad rows excluded)
+  uint64_t bad_rows = 0;  ///< rows dropped by --on-bad-row skip
+  uint64_t input_bytes = 0;
+  bool skipped = false;  ///< outputs were already complete (resume)
+};
+
+struct PreprocessStats {
+  std::vector<DayStats> days;
+  uint64_t rows = 0;
+  uint64_t bad_rows = 0;
+  std::array<uint64_t, kNumSparse> cardinality{};  ///< distinct values per column (pass 1)
+  std::array<uint64_t, kNumSparse> kept{};         ///< of which kept (count >= min_freq)
+  double pass1_seconds = 0;
+  double pass2_seconds = 0;
+  double total_seconds = 0;
+  bool vocab_reused = false;         ///< the checkpoint (or --vocab-from) replaced pass 1
+  size_t days_resumed_in_pass1 = 0;  ///< days a partial pass-1 checkpoint let pass 1 skip
+  bool decode_cache = false;         ///< pass 2 read pass 1's decoded rows instead of the inputs
+  uint64_t peak_rss_bytes = 0;
+  unsigned threads = 0;
+  std::string gzip_backend;  ///< "isal" or "zlib"
+  /// The stats.json document ("schema": "dlprep.criteo-preprocess/1").
+  std::string to_json() const;
+};
+
+/// Runs the whole pipeline and writes the outputs, the vocabulary and stats.json into out_dir.
+/// Memory is bounded by the vocabularies and chunk_bytes, not by the number of rows.
+/// Throws Error: invalid_argument (bad options), io, corrupt_data (a malformed row, message
+/// "file:line: problem"), limit_exceeded (max_memory_bytes), device_unavailable (cuda/fpga).
+PreprocessStats preprocess(const PreprocessOptions& options);
+
+/// Parses "5000" (every column) or "5000,0,1000000,..." (26 values) into per-column moduli.
+/// Throws Error(invalid_argument).
+std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text);
+
+/// Applies a named preset ("dlrm", "torchrec", "piper") to options; throws on an unknown name.
+void apply_preset(const std::string& name, PreprocessOptions& options);
+
+}  // namespace dlprep::tabular

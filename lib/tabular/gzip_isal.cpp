@@ -1,0 +1,97 @@
+// gzip via ISA-L's streaming isal_inflate (libisal 2.30). Multi-member: after each member's
+// trailer the state is reset and decoding continues with the next member's header.
+#include <isa-l/igzip_lib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "tabular/gzip_reader.hpp"
+
+namespace dlprep::tabular {
+namespace {
+
+constexpr size_t kInputBytes = size_t{1}
+                               << 20;  // compressed read size: large enough for few syscalls
+
+class IsalReader final : public GzipReader {
+ public:
+  IsalReader(int fd, std::string name) : fd_(fd), name_(std::move(name)), in_(kInputBytes) {
+    isal_inflate_init(&state_);
+    state_.crc_flag = ISAL_GZIP;
+  }
+
+  size_t read(uint8_t* out, size_t capacity) override {
+    size_t produced = 0;
+    while (produced < capacity && !done_) {
+      if (state_.avail_in == 0 && !eof_) refill();
+      if (state_.block_state == ISAL_BLOCK_FINISH) {
+        // A member ended: another one follows unless the input is exhausted.
+        if (state_.avail_in == 0 && eof_) {
+          done_ = true;
+          break;
+        }
+        isal_inflate_reset(&state_);
+        state_.crc_flag = ISAL_GZIP;
+        member_started_ = false;
+        continue;
+      }
+      if (state_.avail_in == 0 && eof_) {
+        if (!member_started_ && members_ > 0) {
+          done_ = true;
+          break;
+        }
+        throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
+      }
+      size_t room = capacity - produced;
+      if (room > (uint32_t{1} << 30)) room = uint32_t{1} << 30;
+      state_.next_out = out + produced;
+      state_.avail_out = static_cast<uint32_t>(room);
+      uint32_t before_in = state_.avail_in;
+      int ret = isal_inflate(&state_);
+      if (ret < 0) {
+        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (isal_inflate error " +
+                                            std::to_string(ret) + ")");
+      }
+      if (before_in != state_.avail_in) member_started_ = true;
+      produced = static_cast<size_t>(state_.next_out - out);
+      if (state_.block_state == ISAL_BLOCK_FINISH) ++members_;
+    }
+    return produced;
+  }
+
+  uint64_t compressed_bytes() const override { return consumed_; }
+
+ private:
+  void refill() {
+    for (;;) {
+      ssize_t n = ::read(fd_, in_.data(), in_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(Errc::io, name_ + ": read failed: " + std::strerror(errno));
+      if (n == 0) eof_ = true;
+      consumed_ += static_cast<uint64_t>(n);
+      state_.next_in = in_.data();
+      state_.avail_in = static_cast<uint32_t>(n);
+      return;
+    }
+  }
+
+  int fd_;
+  std::string name_;
+  std::vector<uint8_t> in_;
+  inflate_state state_{};
+  bool eof_ = false, done_ = false, member_started_ = false;
+  uint64_t members_ = 0, consumed_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<GzipReader> open_gzip_reader(int fd, const std::string& name) {
+  return std::make_unique<IsalReader>(fd, name);
+}
+
+const char* gzip_backend_name() noexcept { return "isal"; }
+
+}  // namespace dlprep::tabular

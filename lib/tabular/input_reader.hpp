@@ -1,0 +1,93 @@
+// Reading one day file in bounded chunks: text (plain or gzip) as whole lines, binary as whole
+// rows. The next chunk is read (and decompressed) on a helper thread while the caller works on the
+// current one, so I/O and gzip overlap with decoding.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tabular/criteo_preprocess.hpp"
+#include "tabular/gzip_reader.hpp"
+
+namespace dlprep::tabular {
+
+/// The format of one file after detection.
+enum class FileKind { tsv, tsv_gzip, bin };
+
+/// Looks at the first bytes of `path` (gzip magic, binary magic) unless `format` forces one.
+/// Throws Error(io) when the file cannot be opened.
+FileKind detect_file_kind(const std::filesystem::path& path, InputFormat format);
+
+/// One chunk: either text lines (ending with '\n') or binary rows (40 words each).
+struct InputChunk {
+  std::span<const char> text;
+  std::span<const uint32_t> rows;
+  bool empty() const { return text.empty() && rows.empty(); }
+};
+
+/// The two chunk buffers of an InputReader, kept by the caller between readers so that each new
+/// day and pass does not allocate (and page-fault in) fresh buffers.
+struct ReadBuffers {
+  struct Buffer {
+    std::unique_ptr<uint8_t[]> data;
+    size_t capacity = 0;  // bytes of chunk room (the allocation adds 1 + padding)
+    size_t have = 0;      // bytes filled
+    size_t end = 0;       // bytes of the chunk handed out (whole lines / rows)
+  };
+  Buffer b[2];
+};
+
+/// Streams a file in chunks of about `chunk_bytes`. Text chunks end at a line end; a final line
+/// without '\n' gets one appended; kTsvReadPadding readable bytes follow every text chunk.
+/// Memory: two chunk buffers (plus the gzip state).
+class InputReader {
+ public:
+  /// `pool` (optional) lends the buffers for the reader's lifetime.
+  InputReader(const std::filesystem::path& path, FileKind kind, size_t chunk_bytes,
+              ReadBuffers* pool = nullptr);
+  /// Reads headerless binary rows from an open file from its start (the decode cache); does not
+  /// close `fd`. `name` appears in error messages.
+  InputReader(int fd, const std::string& name, size_t chunk_bytes, ReadBuffers* pool = nullptr);
+  ~InputReader();
+  InputReader(const InputReader&) = delete;
+  InputReader& operator=(const InputReader&) = delete;
+  /// The next chunk; empty at the end. Valid until the next call. Throws Error(io|corrupt_data).
+  InputChunk next();
+  /// Bytes read from the file so far (compressed bytes for gzip), including read-ahead.
+  uint64_t file_bytes() const;
+
+ private:
+  using Buffer = ReadBuffers::Buffer;
+  void borrow(size_t capacity);
+  void allocate(Buffer& b, size_t capacity);
+  void fill(Buffer& b, const uint8_t* carry, size_t carry_bytes);
+  size_t read_some(uint8_t* out, size_t capacity);
+
+  std::filesystem::path path_;
+  FileKind kind_;
+  int fd_ = -1;
+  bool owns_fd_ = true;
+  std::unique_ptr<GzipReader> gzip_;
+  Buffer buf_[2];
+  ReadBuffers* pool_ = nullptr;
+  bool borrowed_ = false;
+  size_t chunk_cap_ = 0;  // bytes read per chunk (a multiple of 160 for binary rows)
+  int cur_ = -1;
+  bool eof_ = false;  // touched only by the thread that fills
+  std::future<void> pending_;
+  // Binary rows from a regular file are mapped instead of read: no copy; the pages of a chunk
+  // are dropped from the mapping once the caller moves on, so RSS stays at one chunk.
+  void map_binary(uint64_t offset);
+  const uint8_t* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  uint64_t map_pos_ = 0, map_end_ = 0, map_prev_ = 0;
+  std::atomic<uint64_t> file_bytes_{0};
+};
+
+}  // namespace dlprep::tabular

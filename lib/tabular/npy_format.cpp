@@ -1,0 +1,81 @@
+#include "tabular/npy_format.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+
+namespace dlprep::tabular {
+
+std::string npy_header(const char* descr, uint64_t rows, uint32_t cols) {
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(rows) +
+                     (cols ? ", " + std::to_string(cols) + "), }" : std::string(",), }"));
+  // magic(6) + version(2) + header_len(2) + dict + padding + '\n', total a multiple of 64.
+  size_t total = 10 + dict.size() + 1;
+  total = (total + 63) / 64 * 64;
+  size_t header_len = total - 10;
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(header_len & 0xff));
+  out.push_back(static_cast<char>(header_len >> 8));
+  out += dict;
+  out.append(total - out.size() - 1, ' ');
+  out.push_back('\n');
+  return out;
+}
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  Bytes bytes = read_file(path);
+  auto bad = [&](const std::string& what) {
+    return Error(Errc::corrupt_data, path.string() + ": " + what);
+  };
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
+    throw bad("not a .npy file");
+  size_t header_len = 0, start = 0;
+  if (bytes[6] == 1) {
+    header_len = bytes[8] | (size_t{bytes[9]} << 8);
+    start = 10;
+  } else if (bytes[6] == 2 || bytes[6] == 3) {
+    if (bytes.size() < 12) throw bad("truncated .npy header");
+    header_len =
+        bytes[8] | (size_t{bytes[9]} << 8) | (size_t{bytes[10]} << 16) | (size_t{bytes[11]} << 24);
+    start = 12;
+  } else {
+    throw bad("unsupported .npy version");
+  }
+  if (start + header_len > bytes.size()) throw bad("truncated .npy header");
+  std::string dict(reinterpret_cast<const char*>(bytes.data()) + start, header_len);
+  NpyArray a;
+  auto d = dict.find("'descr':");
+  auto s = dict.find("'shape':");
+  if (d == std::string::npos || s == std::string::npos) throw bad("bad .npy header");
+  auto q1 = dict.find('\'', d + 8), q2 = dict.find('\'', q1 + 1);
+  if (q1 == std::string::npos || q2 == std::string::npos) throw bad("bad .npy header");
+  a.descr = dict.substr(q1 + 1, q2 - q1 - 1);
+  if (dict.find("'fortran_order': True") != std::string::npos) throw bad("fortran order");
+  auto p1 = dict.find('(', s), p2 = dict.find(')', s);
+  if (p1 == std::string::npos || p2 == std::string::npos) throw bad("bad .npy shape");
+  std::string shape = dict.substr(p1 + 1, p2 - p1 - 1);
+  std::vector<uint64_t> dims;
+  size_t i = 0;
+  while (i < shape.size()) {
+    while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
+    if (i >= shape.size()) break;
+    size_t j = i;
+    while (j < shape.size() && shape[j] >= '0' && shape[j] <= '9') ++j;
+    if (j == i) throw bad("bad .npy shape");
+    dims.push_back(std::stoull(shape.substr(i, j - i)));
+    i = j;
+  }
+  if (dims.empty() || dims.size() > 2) throw bad("only 1-D and 2-D arrays are read");
+  a.rows = dims[0];
+  a.cols = dims.size() == 2 ? static_cast<uint32_t>(dims[1]) : 0;
+  size_t item = a.descr.size() >= 3 ? std::stoul(a.descr.substr(2)) : 0;
+  uint64_t want = a.rows * (a.cols ? a.cols : 1) * item;
+  size_t data_start = start + header_len;
+  if (item == 0 || bytes.size() - data_start != want) throw bad("data size does not match shape");
+  a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data_start), bytes.end());
+  return a;
+}
+
+}  // namespace dlprep::tabular

@@ -1,0 +1,28 @@
+// NumPy .npy v1.0 headers (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html):
+// written for the outputs and the vocabularies, read back for --vocab-from.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace dlprep::tabular {
+
+/// The .npy header (magic, version 1.0, dict, padding) for a C-order array of dtype `descr`
+/// (e.g. "<f4") with `rows` rows and `cols` columns (cols 0: a 1-D array). Its length is a
+/// multiple of 64, so the data that follows is 64-byte aligned.
+std::string npy_header(const char* descr, uint64_t rows, uint32_t cols);
+
+/// A 1-D or 2-D array read from a .npy file: its dtype string, shape and raw little-endian data.
+struct NpyArray {
+  std::string descr;
+  uint64_t rows = 0;
+  uint32_t cols = 0;  ///< 0 for a 1-D array
+  std::vector<uint8_t> data;
+};
+
+/// Reads a .npy v1/v2 file written in C order. Throws Error(io|corrupt_data) naming the file.
+NpyArray read_npy(const std::filesystem::path& path);
+
+}  // namespace dlprep::tabular

@@ -1,0 +1,192 @@
+#include "tabular/writers.hpp"
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "tabular/npy_format.hpp"
+
+namespace dlprep::tabular {
+namespace fs = std::filesystem;
+namespace {
+
+ByteSpan as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>(p), n}; }
+
+void check_count(uint64_t written, uint64_t expected, const std::string& stem) {
+  if (written != expected) {
+    throw Error(Errc::corrupt_data, stem + ": the input changed between the passes (" +
+                                        std::to_string(expected) + " rows in pass 1, " +
+                                        std::to_string(written) + " in pass 2)");
+  }
+}
+
+class NpyWriter final : public DayWriter {
+ public:
+  NpyWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+      : stem_(stem),
+        expected_(rows),
+        dense_(dir / (stem + "_dense.npy")),
+        sparse_(dir / (stem + "_sparse.npy")),
+        labels_(dir / (stem + "_labels.npy")) {
+    auto put = [](AtomicFile& f, const std::string& h) { f.write(as_bytes(h.data(), h.size())); };
+    put(dense_, npy_header("<f4", rows, kNumDense));
+    put(sparse_, npy_header("<i4", rows, kNumSparse));
+    put(labels_, npy_header("<i4", rows, 1));
+  }
+  void write(const RowBlock& b) override {
+    dense_.write(as_bytes(b.dense, b.rows * kNumDense * 4));
+    sparse_.write(as_bytes(b.sparse, b.rows * kNumSparse * 4));
+    labels_.write(as_bytes(b.labels, b.rows * 4));
+    written_ += b.rows;
+  }
+  void commit() override {
+    check_count(written_, expected_, stem_);
+    dense_.commit();
+    sparse_.commit();
+    labels_.commit();
+  }
+
+ private:
+  std::string stem_;
+  uint64_t expected_, written_ = 0;
+  AtomicFile dense_, sparse_, labels_;
+};
+
+// DLRM/MLPerf-v1: int32 x 40 per row, no header.
+class DlrmWriter final : public DayWriter {
+ public:
+  DlrmWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+      : stem_(stem), expected_(rows), file_(dir / (stem + ".bin")) {}
+  void write(const RowBlock& b) override {
+    buf_.resize(b.rows * kNumFields);
+    for (size_t r = 0; r < b.rows; ++r) {
+      uint32_t* out = buf_.data() + r * kNumFields;
+      out[0] = static_cast<uint32_t>(b.labels[r]);
+      std::memcpy(out + 1, b.dense + r * kNumDense, kNumDense * 4);
+      std::memcpy(out + 1 + kNumDense, b.sparse + r * kNumSparse, kNumSparse * 4);
+    }
+    file_.write(as_bytes(buf_.data(), buf_.size() * 4));
+    written_ += b.rows;
+  }
+  void commit() override {
+    check_count(written_, expected_, stem_);
+    file_.commit();
+  }
+
+ private:
+  std::string stem_;
+  uint64_t expected_, written_ = 0;
+  AtomicFile file_;
+  std::vector<uint32_t> buf_;
+};
+
+// NVIDIA split layout: one file per column group, no headers.
+class SplitWriter final : public DayWriter {
+ public:
+  SplitWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+      : stem_(stem), expected_(rows) {
+    fs::path d = dir / stem;
+    label_ = std::make_unique<AtomicFile>(d / "label.bin");
+    numerical_ = std::make_unique<AtomicFile>(d / "numerical.bin");
+    for (int j = 0; j < kNumSparse; ++j)
+      cat_.push_back(std::make_unique<AtomicFile>(d / ("cat_" + std::to_string(j) + ".bin")));
+  }
+  void write(const RowBlock& b) override {
+    label_->write(as_bytes(b.labels, b.rows * 4));
+    numerical_->write(as_bytes(b.dense, b.rows * kNumDense * 4));
+    buf_.resize(b.rows);
+    for (int j = 0; j < kNumSparse; ++j) {
+      for (size_t r = 0; r < b.rows; ++r) buf_[r] = b.sparse[r * kNumSparse + j];
+      cat_[static_cast<size_t>(j)]->write(as_bytes(buf_.data(), b.rows * 4));
+    }
+    written_ += b.rows;
+  }
+  void commit() override {
+    check_count(written_, expected_, stem_);
+    label_->commit();
+    numerical_->commit();
+    for (auto& f : cat_) f->commit();
+  }
+
+ private:
+  std::string stem_;
+  uint64_t expected_, written_ = 0;
+  std::unique_ptr<AtomicFile> label_, numerical_;
+  std::vector<std::unique_ptr<AtomicFile>> cat_;
+  std::vector<int32_t> buf_;
+};
+
+class SplitDayWriter final : public DayWriter {
+ public:
+  SplitDayWriter(std::unique_ptr<DayWriter> a, std::unique_ptr<DayWriter> b, uint64_t first_rows)
+      : a_(std::move(a)), b_(std::move(b)), left_(first_rows) {}
+  void write(const RowBlock& block) override {
+    RowBlock x = block;
+    size_t to_a = static_cast<size_t>(std::min<uint64_t>(left_, x.rows));
+    if (to_a > 0) {
+      RowBlock head = x;
+      head.rows = to_a;
+      a_->write(head);
+      left_ -= to_a;
+    }
+    if (to_a < x.rows) {
+      x.labels += to_a;
+      x.dense += to_a * kNumDense;
+      x.sparse += to_a * kNumSparse;
+      x.rows -= to_a;
+      b_->write(x);
+    }
+  }
+  void commit() override {
+    a_->commit();
+    b_->commit();
+  }
+
+ private:
+  std::unique_ptr<DayWriter> a_, b_;
+  uint64_t left_;
+};
+
+}  // namespace
+
+std::vector<fs::path> output_files(OutputFormat format, const fs::path& out_dir,
+                                   const std::string& stem) {
+  switch (format) {
+    case OutputFormat::npy:
+      return {out_dir / (stem + "_dense.npy"), out_dir / (stem + "_sparse.npy"),
+              out_dir / (stem + "_labels.npy")};
+    case OutputFormat::dlrm:
+      return {out_dir / (stem + ".bin")};
+    case OutputFormat::split: {
+      std::vector<fs::path> v{out_dir / stem / "label.bin", out_dir / stem / "numerical.bin"};
+      for (int j = 0; j < kNumSparse; ++j)
+        v.push_back(out_dir / stem / ("cat_" + std::to_string(j) + ".bin"));
+      return v;
+    }
+    case OutputFormat::none:
+      break;
+  }
+  return {};
+}
+
+std::unique_ptr<DayWriter> open_day_writer(OutputFormat format, const fs::path& out_dir,
+                                           const std::string& stem, uint64_t rows) {
+  switch (format) {
+    case OutputFormat::npy:
+      return std::make_unique<NpyWriter>(out_dir, stem, rows);
+    case OutputFormat::dlrm:
+      return std::make_unique<DlrmWriter>(out_dir, stem, rows);
+    case OutputFormat::split:
+      return std::make_unique<SplitWriter>(out_dir, stem, rows);
+    case OutputFormat::none:
+      break;
+  }
+  throw Error(Errc::internal, "no writer for output format none");
+}
+
+std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,
+                                        std::unique_ptr<DayWriter> second, uint64_t first_rows) {
+  return std::make_unique<SplitDayWriter>(std::move(first), std::move(second), first_rows);
+}
+
+}  // namespace dlprep::tabular

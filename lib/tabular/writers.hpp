@@ -1,0 +1,47 @@
+// The output layouts of one day (or one half of the split last day), written through AtomicFile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tabular/criteo_preprocess.hpp"
+
+namespace dlprep::tabular {
+
+/// A block of transformed rows, row-major: labels[n], dense[n*13] (float32 bit patterns, or int32
+/// for the dlrm layout), sparse[n*26] IDs.
+struct RowBlock {
+  const int32_t* labels = nullptr;
+  const uint32_t* dense = nullptr;
+  const int32_t* sparse = nullptr;
+  size_t rows = 0;
+};
+
+/// Writes one day's outputs. The row count is known in advance (from pass 1), so .npy headers are
+/// written first; commit() checks that exactly that many rows arrived, then renames every file.
+class DayWriter {
+ public:
+  virtual ~DayWriter() = default;
+  virtual void write(const RowBlock& block) = 0;
+  virtual void commit() = 0;
+};
+
+/// Files that `stem` ("day_0", "test", "val") produces in `format` inside out_dir.
+std::vector<std::filesystem::path> output_files(OutputFormat format,
+                                                const std::filesystem::path& out_dir,
+                                                const std::string& stem);
+
+/// Opens the writer of `format` for `rows` rows. Throws Error(io).
+std::unique_ptr<DayWriter> open_day_writer(OutputFormat format,
+                                           const std::filesystem::path& out_dir,
+                                           const std::string& stem, uint64_t rows);
+
+/// Sends the first `first_rows` rows to `first` and the rest to `second` (the split last day).
+std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,
+                                        std::unique_ptr<DayWriter> second, uint64_t first_rows);
+
+}  // namespace dlprep::tabular

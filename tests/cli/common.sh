@@ -1,0 +1,65 @@
+# Sourced by every CLI test case: strict mode and small helpers. Runs in the case's scratch folder
+# with `dlprep` on PATH and $SAMPLE_DATA, $CLI_TESTS set by run.sh.
+set -euo pipefail
+
+# fail MESSAGE: ends the case with exit 99 (never an exit code dlprep uses).
+fail() {
+  echo "test failed: $*" >&2
+  exit 99
+}
+
+# expect_exit CODE COMMAND...: runs COMMAND and fails the case unless it exits with CODE.
+expect_exit() {
+  local want=$1
+  shift
+  local got=0
+  "$@" || got=$?
+  [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want"
+}
+
+# make_pnm FILE WIDTH HEIGHT CHANNELS(1|3) SEED: a deterministic noisy gradient as binary PGM/PPM.
+make_pnm() {
+  /usr/bin/python3 - "$@" <<'PY'
+import random, sys
+path, w, h, c, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+rnd = random.Random(seed)
+px = bytearray()
+for y in range(h):
+    for x in range(w):
+        for ch in range(c):
+            px.append((x * 3 + y * 5 + ch * 40 + rnd.randrange(8)) & 255)
+magic = b"P5" if c == 1 else b"P6"
+with open(path, "wb") as f:
+    f.write(magic + b"\n%d %d\n255\n" % (w, h) + bytes(px))
+PY
+}
+
+# flip_byte FILE OFFSET: xors one byte (negative OFFSET counts from the end).
+flip_byte() {
+  /usr/bin/python3 - "$@" <<'PY'
+import sys
+path, off = sys.argv[1], int(sys.argv[2])
+d = bytearray(open(path, "rb").read())
+d[off] ^= 0x5A
+open(path, "wb").write(d)
+PY
+}
+
+# json_check PYTHON_EXPR < doc.json: parses stdin as JSON (as `d`) and fails unless EXPR is true.
+json_check() {
+  /usr/bin/python3 -c 'import json, sys
+d = json.load(sys.stdin)
+ok = eval(sys.argv[1])
+sys.exit(0 if ok else 1)' "$1" || fail "json check failed: $1"
+}
+
+# no_temp_files DIR: fails if an interrupted or failed write left a temporary file in DIR.
+no_temp_files() {
+  if [ -d "$1" ] && find "$1" -name '.*.tmp.*' | grep -q .; then
+    fail "temporary files left in $1: $(find "$1" -name '.*.tmp.*')"
+  fi
+}
+
+# Note for case authors: with pipefail, `producer | grep -q PATTERN` can fail at random: grep -q
+# exits at the first match and the producer may then die of SIGPIPE. Match a file or a variable
+# (grep -q PATTERN file, grep -q PATTERN <<<"$text") instead.

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# A full disk (a 300 kB tmpfs in a private mount namespace; skipped where user namespaces are
+# not allowed): exit 1 naming the file and "No space left on device", no temporary file, no
+# index recorded; after the disk grows, the rerun completes and verifies.
+unshare -Urm true 2>/dev/null || exit 0
+mkdir -p src/a small
+for f in "$SAMPLE_DATA"/images/*.png; do cp "$f" src/a/; done
+unshare -Urm bash -c '
+  . "$CLI_TESTS/common.sh"
+  mount -t tmpfs -o size=300k tmpfs small
+  code=0
+  dlprep -q -j2 convert-dataset src small/ds --to bmp 2>err.txt || code=$?
+  [ "$code" = 1 ] || fail "exit $code on a full disk, expected 1"
+  grep -q "No space left on device" err.txt || fail "no ENOSPC message: $(cat err.txt)"
+  no_temp_files small/ds
+  [ ! -e small/ds/samples.jsonl ] || fail "an index was recorded"
+  mount -o remount,size=20m small
+  dlprep -q convert-dataset src small/ds --to bmp
+  dlprep -q dataset verify small/ds
+  json_check "d[\"complete\"] and d[\"samples\"] == 8" <small/ds/dataset.json
+'

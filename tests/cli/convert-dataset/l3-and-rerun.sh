@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# sample_data/images as three classes -> l3; verify; a rerun converts nothing and rewrites the
+# same index; a touched source is reconverted alone; the index matches the files.
+i=0
+for f in "$SAMPLE_DATA"/images/*; do
+  c=class$((i % 3)); mkdir -p src/$c; cp "$f" src/$c/; i=$((i + 1))
+done
+dlprep -j2 convert-dataset src ds --to l3 2>err1.txt
+grep -q '^convert-dataset: 14 samples in ds: 14 converted .*, 0 up to date' err1.txt ||
+  fail "first run: $(cat err1.txt)"
+json_check 'd["schema"] == "dlprep.dataset/1" and d["samples"] == 14 and list(d["formats"]) == ["l3"] and len(d["classes"]) == 3 and d["complete"]' <ds/dataset.json
+[ "$(wc -l <ds/samples.jsonl)" = 14 ] || fail "index lines"
+[ "$(find ds/data -name '*.l3' | wc -l)" = 14 ] || fail "data files"
+dlprep dataset verify ds >verify.txt
+grep -q '^ds: ok, 14 samples' verify.txt || fail "verify: $(cat verify.txt)"
+cp ds/samples.jsonl index1
+dlprep convert-dataset src ds --to l3 2>err2.txt
+grep -q '14 samples in ds: 0 converted, 14 up to date' err2.txt || fail "rerun: $(cat err2.txt)"
+cmp -s index1 ds/samples.jsonl || fail "rerun changed the index"
+sleep 0.02; touch src/*/kite*
+dlprep convert-dataset src ds --to l3 2>err3.txt
+grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"
+dlprep --json convert-dataset src ds --to l3 --force >report.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.convert-dataset/1" and d["converted"] == 14' <report.json
+dlprep -q dataset verify ds
+no_temp_files ds

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# --shard 0/2 and 1/2 are disjoint, cover everything, and merge into exactly the unsharded index.
+i=0
+for f in "$SAMPLE_DATA"/images/*; do
+  c=class$((i % 2)); mkdir -p src/$c; cp "$f" src/$c/; i=$((i + 1))
+done
+dlprep -q convert-dataset src all --mix l3:0.5,bmp:0.5
+dlprep -q convert-dataset src part1 --mix l3:0.5,bmp:0.5 --shard 1/2
+dlprep -q convert-dataset src part0 --mix l3:0.5,bmp:0.5 --shard 0/2
+n0=$(wc -l <part0/samples.jsonl); n1=$(wc -l <part1/samples.jsonl)
+[ $((n0 + n1)) = 14 ] && [ "$n0" -gt 0 ] && [ "$n1" -gt 0 ] || fail "shard sizes $n0 + $n1"
+dlprep dataset merge part1 part0 -o merged 2>err.txt
+grep -q '^dataset merge: 2 shards, 14 samples into merged$' err.txt || fail "$(cat err.txt)"
+cmp -s all/samples.jsonl merged/samples.jsonl || fail "merged index differs from the unsharded one"
+dlprep -q dataset verify merged
+expect_exit 2 dlprep -q dataset merge part0 -o lonely
+expect_exit 2 dlprep -q dataset merge part0 part0 part1 -o twice
+expect_exit 2 dlprep -q dataset merge part0 all -o mixed

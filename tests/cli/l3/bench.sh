@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+make_pnm a.ppm 64 48 3 1
+make_pnm b.ppm 33 20 3 2
+dlprep l3 bench a.ppm b.ppm --codecs l3,png --repeats 1 --threads 1 >table.txt
+grep -q '^l3 bench: 2 images' <(head -1 table.txt) || fail "$(cat table.txt)"
+grep -Eq '^codec +threads +ratio' table.txt || fail "no table header: $(cat table.txt)"
+grep -Eq '^l3 +1 ' table.txt || fail "no l3 row: $(cat table.txt)"
+dlprep --json l3 bench a.ppm --codecs l3 --repeats 1 --threads 1,2 >bench.json
+json_check 'd["schema"] == "dlprep.l3-bench/1" and d["images"] == 1' <bench.json
+json_check 'any(r["codec"].startswith("l3") and r["threads"] == 2 and r["verified"] for r in d["rows"])' <bench.json

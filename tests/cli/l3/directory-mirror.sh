@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# Trees are walked recursively; images (by magic bytes, whatever their names) are mirrored.
+mkdir -p tree/sub/deep
+make_pnm tree/top.ppm 12 9 3 1
+make_pnm tree/sub/gray.pgm 7 5 1 2
+make_pnm tree/sub/deep/noext 9 9 3 3
+echo 'readme' >tree/README.txt
+dlprep -q l3 encode tree -o out
+[ "$(cd out && find . -type f | sort | tr '\n' ' ')" = "./sub/deep/noext.l3 ./sub/gray.l3 ./top.l3 " ] || fail "unexpected outputs: $(cd out && find . -type f)"
+dlprep -q l3 decode out -o back/ --to ppm
+[ "$(cd back && find . -type f | sort | tr '\n' ' ')" = "./sub/deep/noext.ppm ./sub/gray.pgm ./top.ppm " ] || fail "unexpected decoded: $(cd back && find . -type f)"
+cmp tree/sub/gray.pgm back/sub/gray.pgm
+cmp tree/sub/deep/noext back/sub/deep/noext.ppm
+dlprep l3 verify out >verify.txt
+[ "$(wc -l <verify.txt)" = 3 ] || fail "verify listed $(wc -l <verify.txt) files"

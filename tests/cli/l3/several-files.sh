@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# Several inputs go into a directory; one that exists or ends in '/' is a directory even for one.
+make_pnm a.ppm 8 8 3 1
+make_pnm b.pgm 8 8 1 2
+dlprep -q l3 encode a.ppm b.pgm -o out
+[ -f out/a.l3 ] && [ -f out/b.l3 ] || fail "missing outputs"
+dlprep -q l3 encode a.ppm -o one/
+[ -f one/a.l3 ] || fail "trailing / not a directory"
+mkdir existing
+dlprep -q l3 encode b.pgm -o existing
+[ -f existing/b.l3 ] || fail "existing directory not used"
+# Two inputs that would write the same output: the second is an error, the first is written.
+mkdir x
+cp a.ppm x/a.ppm
+expect_exit 1 dlprep -q l3 encode a.ppm x/a.ppm -o clash 2>err.txt
+grep -q 'x/a.ppm: output clash/a.l3 is also written from a.ppm' err.txt || fail "$(cat err.txt)"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+make_pnm a.ppm 30 20 3 1
+dlprep -q l3 encode a.ppm -o a.l3
+dlprep -q l3 encode - -o - <a.ppm >piped.l3
+cmp a.l3 piped.l3 || fail "stdin/stdout encode differs from file encode"
+dlprep -q l3 decode - -o - --to ppm <a.l3 >back.ppm
+cmp a.ppm back.ppm || fail "stdin/stdout decode differs"
+cat a.ppm | dlprep -q l3 encode - -o from-pipe.l3
+cmp a.l3 from-pipe.l3 || fail "pipe input differs"
+dlprep -q l3 decode a.l3 -o - --to raw | cmp -s - <(tail -c 1800 a.ppm) || fail "raw to stdout differs"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+make_pnm rgb.ppm 13 11 3 1
+make_pnm gray.pgm 13 11 1 2
+dlprep -q l3 encode rgb.ppm gray.pgm -o l3/
+for to in png ppm bmp raw; do
+  dlprep -q l3 decode l3/rgb.l3 -o rgb-out/ --to $to
+done
+[ "$(ls rgb-out | sort | tr '\n' ' ')" = 'rgb.bmp rgb.png rgb.ppm rgb.raw ' ] || fail "$(ls rgb-out)"
+[ "$(wc -c <rgb-out/rgb.raw)" = $((13 * 11 * 3)) ] || fail "raw size"
+cmp rgb.ppm rgb-out/rgb.ppm
+for f in rgb-out/rgb.png rgb-out/rgb.bmp; do dlprep l3 verify l3/rgb.l3 --against $f >/dev/null; done
+dlprep -q l3 decode l3/gray.l3 -o gray-out/ --to pgm
+cmp gray.pgm gray-out/gray.pgm
+# The format follows a single output's extension when --to is not given.
+dlprep -q l3 decode l3/rgb.l3 -o by-ext.bmp
+dlprep --json info by-ext.bmp | json_check 'd["files"][0]["format"] == "bmp"'
+# pgm holds gray only: a clear error, no output.
+expect_exit 1 dlprep -q l3 decode l3/rgb.l3 -o rgb.pgm --to pgm 2>err.txt
+grep -q 'l3/rgb.l3: --to pgm holds 1-channel' err.txt || fail "$(cat err.txt)"
+[ ! -e rgb.pgm ] || fail "output left"

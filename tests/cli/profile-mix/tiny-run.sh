@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# A tiny real run on the sample images: the report parses and has the schema, the mix sums to 1,
+# a verification was measured, the plot is well-formed XML, and no temporary folder is left.
+mkdir work
+dlprep -q -j2 profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 4 --storage-bw 50MB/s \
+  --pass-seconds 0.3 -o report.json --plot plot.svg --work-dir work >table.txt
+json_check 'd["schema"] == "dlprep.profile-mix/1" and d["sample_images"] == 4' <report.json
+json_check 'abs(sum(m["ratio"] for m in d["mix"]) - 1) < 1e-9 and d["mix_text"]' <report.json
+json_check 'd["measured"]["images_per_s"] > 0 and d["resources"]["storage_bytes_per_s"] == 50e6' <report.json
+json_check 'len(d["sweep"]["points"]) == 11 and d["sweep"]["format_a"] == "png"' <report.json
+/usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith("svg") else 1)' plot.svg ||
+  fail "plot.svg is not an SVG document"
+grep -q '^predicted:' table.txt || fail "no table on stdout"
+[ -z "$(ls -A work)" ] || fail "work folder not cleaned: $(ls work)"
+# --json: the same report on stdout; --no-verify: nothing measured.
+dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 4 --storage-bw 50MB/s \
+  --no-verify --search liquid >out.json
+json_check 'd["measured"] is None and d["search"] == "liquid"' <out.json

@@ -1,0 +1,83 @@
+#!/bin/sh
+# CLI cases of `dlprep criteo-preprocess`: exit codes (STYLE.md section 3), messages, --json,
+# rerun, SIGINT. Usage: cli_test.sh DLPREP SOURCE_DIR SCRATCH_DIR
+set -u
+DLPREP=$1
+SRC=$2
+T=$3
+S=$SRC/sample_data/criteo
+rm -rf "$T"
+mkdir -p "$T"
+fail=0
+
+# expect NAME CODE COMMAND...: runs the command, checks the exit code; stdout/stderr in $T/NAME.*
+expect() {
+  name=$1 code=$2
+  shift 2
+  "$@" > "$T/$name.out" 2> "$T/$name.err"
+  got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL $name: exit $got, expected $code"; sed 's/^/  stderr: /' "$T/$name.err"; fail=1
+  else
+    echo "ok   $name (exit $code)"
+  fi
+}
+# contains NAME FILE TEXT
+contains() {
+  if ! grep -q -- "$3" "$2"; then echo "FAIL $1: '$3' not in $2"; sed 's/^/  /' "$2"; fail=1; fi
+}
+
+expect help 0 "$DLPREP" criteo-preprocess --help
+contains help "$T/help.out" "Usage: dlprep criteo-preprocess"
+contains help "$T/help.out" "--modulus"
+expect no_args 2 "$DLPREP" criteo-preprocess
+contains no_args "$T/no_args.err" "criteo-preprocess --help"
+expect bad_modulus 2 "$DLPREP" criteo-preprocess --modulus x "$S/deepctr_200.tsv" -o "$T/o1"
+contains bad_modulus "$T/bad_modulus.err" "modulus"
+expect bad_format 2 "$DLPREP" criteo-preprocess --output-format csv "$S/deepctr_200.tsv" -o "$T/o1"
+expect dlrm_needs_no_log 2 "$DLPREP" criteo-preprocess --output-format dlrm "$S/deepctr_200.tsv" -o "$T/o1"
+expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
+# The DeepCTR sample as published (CSV with a header) is not Criteo TSV: exit 1, file:line.
+expect csv_input 1 "$DLPREP" criteo-preprocess /dev/null "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"
+contains csv_input "$T/csv_input.err" "cli_test.sh:1: "
+contains csv_input "$T/csv_input.err" "dlprep: error: criteo-preprocess"
+expect device_cuda 77 "$DLPREP" criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o3"
+contains device_cuda "$T/device_cuda.err" "no CUDA backend"
+expect force_fpga 77 env DLPREP_FORCE_DEVICE=fpga "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o3"
+expect max_memory 1 "$DLPREP" criteo-preprocess --max-memory 1M "$S/deepctr_200.tsv" -o "$T/o3"
+contains max_memory "$T/max_memory.err" "max-memory"
+expect skip_bad 0 "$DLPREP" criteo-preprocess --on-bad-row skip "$S/deepctr_200.tsv" "$SRC/tests/criteo/cli_test.sh" -o "$T/o4"
+contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
+expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
+contains json "$T/json.out" '"schema": "dlprep.criteo-preprocess/1"'
+contains json "$T/json.out" '"rows": 1000'
+expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
+contains rerun "$T/rerun.out" "up to date"
+contains rerun "$T/rerun.out" "vocabulary reused"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  expect numpy_load 0 /usr/bin/python3 -c "
+import numpy as np, sys
+d = np.load('$T/o5/day_0_dense.npy'); s = np.load('$T/o5/day_0_sparse.npy'); l = np.load('$T/o5/day_0_labels.npy')
+assert d.shape == (1000, 13) and d.dtype == np.float32, d.shape
+assert s.shape == (1000, 26) and s.dtype == np.int32
+assert l.shape == (1000, 1) and l.dtype == np.int32
+assert int(s.max()) < 5000 and int(s.min()) >= 0
+"
+fi
+
+# SIGINT in the middle of a run: exit 130 and no temporary files left behind.
+GEN=$(dirname "$DLPREP")/gen_criteo
+if [ -x "$GEN" ]; then
+  "$GEN" 400000 7 > "$T/big.tsv"
+  "$DLPREP" -q criteo-preprocess --no-resume "$T/big.tsv" -o "$T/o6" > /dev/null 2>&1 &
+  pid=$!
+  sleep 0.3
+  kill -INT $pid
+  wait $pid
+  got=$?
+  if [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint: exit $got"; fail=1; else echo "ok   sigint (exit $got)"; fi
+  left=$(find "$T/o6" -name '.*tmp*' 2>/dev/null | wc -l)
+  if [ "$left" -ne 0 ]; then echo "FAIL sigint: $left temporary files left"; fail=1; fi
+  rm -f "$T/big.tsv"
+fi
+exit $fail

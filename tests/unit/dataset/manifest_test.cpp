@@ -1,0 +1,131 @@
+#include "dataset/manifest.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.hpp"
+
+using namespace dlprep;
+using namespace dlprep::dataset;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "dataset" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+SampleRecord record(uint64_t i) {
+  SampleRecord r;
+  r.ordinal = i;
+  r.key = "cat/img" + std::to_string(i);
+  r.label = "cat";
+  r.format = i % 2 ? "l3" : "bmp";
+  r.location = "data/" + r.key + (i % 2 ? ".l3" : ".bmp");
+  r.bytes = 1000 + i;
+  r.shape = {uint32_t(10 + i), 20, 3};
+  r.crc32 = 0xdeadbeef - uint32_t(i);
+  r.source = "src/cat/img" + std::to_string(i) + ".png";
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a sample record survives formatting and parsing, special characters included") {
+  SampleRecord r = record(3);
+  CHECK(parse_record(format_record(r)) == r);
+  r.key = "we\"ird\tname\\ü";
+  CHECK(parse_record(format_record(r)) == r);
+  CHECK(format_record(record(1)).find('\n') == std::string::npos);
+}
+
+TEST_CASE("malformed records are corrupt data") {
+  for (
+      const char* bad :
+      {"", "[]", "{\"i\":1}", "not json",
+       R"({"i":0,"key":"a","label":"","format":"l3","location":"data/a.l3","bytes":1,"width":1,"height":1,"channels":1,"crc32":"xyz"})"}) {
+    INFO(bad);
+    try {
+      parse_record(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::corrupt_data);
+    }
+  }
+}
+
+TEST_CASE("the index is streamed back record by record, and a torn last line is ignored") {
+  fs::path dir = scratch("index");
+  {
+    std::ofstream out(dir / kIndexName);
+    for (int i = 0; i < 100; ++i) out << format_record(record(i)) << '\n';
+    out << format_record(record(100)).substr(0, 30);  // killed mid-line
+  }
+  IndexReader reader(dir / kIndexName);
+  SampleRecord r;
+  int n = 0;
+  while (reader.next(r)) CHECK(r == record(n++));
+  CHECK(n == 100);
+}
+
+TEST_CASE("the manifest round-trips through dataset.json") {
+  fs::path dir = scratch("manifest");
+  Manifest m;
+  m.tool = "dlprep test";
+  m.created = utc_now();
+  m.complete = true;
+  m.source_kind = "directory";
+  m.source_path = "src/";
+  m.seed = 42;
+  m.shard_index = 1;
+  m.shard_count = 3;
+  m.targets = {{"l3", "l3", 0.6}, {"bmp", "bmp", 0.4}};
+  m.on_error = "skip";
+  m.failed = 2;
+  for (int i = 0; i < 10; ++i) m.count(record(i));
+  write_manifest(dir, m);
+  CHECK(is_dataset(dir));
+  Manifest back = read_manifest(dir);
+  CHECK(manifest_to_json(back) == manifest_to_json(m));
+  CHECK(back.samples == 10);
+  CHECK(back.formats["l3"].samples == 5);
+  CHECK(back.classes["cat"]["bmp"] == 5);
+  CHECK(back.targets[1].spec == "bmp");
+}
+
+TEST_CASE("another schema or broken JSON is refused with the file named") {
+  CHECK_THROWS_AS(manifest_from_json("{"), Error);
+  try {
+    manifest_from_json(R"({"schema":"dlprep.dataset/9"})");
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::unsupported);
+  }
+  fs::path dir = scratch("broken");
+  std::ofstream(dir / kManifestName) << "{\"schema\": 1";
+  try {
+    read_manifest(dir);
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find(kManifestName) != std::string::npos);
+  }
+}
+
+TEST_CASE("locations outside the dataset are refused") {
+  CHECK_NOTHROW(check_location("data/cat/a.l3"));
+  for (const char* bad : {"", "/etc/passwd", "data/../../x", "./data/a"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(check_location(bad), Error);
+  }
+}
+
+TEST_CASE("crc32 is zlib's") {
+  const char* text = "123456789";
+  CHECK(crc32_of(ByteSpan(reinterpret_cast<const uint8_t*>(text), 9)) == 0xCBF43926u);
+  CHECK(crc32_hex(0xCBF43926u) == "cbf43926");
+}

@@ -1,0 +1,162 @@
+// Hostile input: every truncation and every single-bit flip of a small file, empty and
+// oversized inputs, and tables that point outside the file must end in dlprep::Error (run
+// under -DDLPREP_SANITIZE=ON too: no crash, hang or out-of-bounds read).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "l3/format.hpp"
+#include "l3/kernels.hpp"
+#include "l3/l3.hpp"
+#include "test_images.hpp"
+
+namespace dlprep::l3 {
+namespace {
+
+using testing::Content;
+using testing::make_image;
+using testing::put_u32;
+using testing::resign_header;
+
+// Decodes with the active kernels and with the scalar reference; both must reject the input.
+void require_rejected(const Bytes& file, Errc expected = Errc::corrupt_data) {
+  const FileInfo* no_info = nullptr;
+  (void)no_info;
+  try {
+    (void)decode(file);
+    FAIL("decode accepted a corrupt file");
+  } catch (const Error& e) {
+    CHECK(e.code() == expected);
+  }
+  try {
+    Image out(64, 64, 4);  // larger than any test image here; the shape check comes first
+    detail::decode_into_with(file, out.data(), 64 * 4, 1, detail::kScalarKernels);
+    FAIL("the scalar decoder accepted a corrupt file");
+  } catch (const Error& e) {
+    CHECK(e.code() == expected);
+  }
+}
+
+Bytes small_file() { return encode(make_image(19, 11, 3, Content::mixed, 5), {8, 1}); }
+
+size_t table_bytes(const Bytes& file) {
+  const uint32_t patch = 1u << file[kOffPatchLog2];
+  const uint32_t w = testing::get_u32(&file[kOffWidth]), h = testing::get_u32(&file[kOffHeight]);
+  return kTableEntryBytes * file[kOffChannels] * ((w + patch - 1) / patch) *
+         ((h + patch - 1) / patch);
+}
+
+TEST_CASE("an empty input and a non-L3 input are rejected") {
+  require_rejected({});
+  require_rejected(Bytes(100, 0));
+  const std::string png = "\x89PNG\r\n\x1a\n0000000000000000000000000000000000000000";
+  require_rejected(Bytes(png.begin(), png.end()));
+}
+
+TEST_CASE("every truncation of a small file is rejected") {
+  const Bytes file = small_file();
+  for (size_t n = 0; n < file.size(); ++n) {
+    CAPTURE(n);
+    require_rejected(Bytes(file.begin(), file.begin() + static_cast<std::ptrdiff_t>(n)));
+  }
+}
+
+TEST_CASE("trailing bytes after the file are rejected") {
+  Bytes file = small_file();
+  file.push_back(0);
+  require_rejected(file);
+}
+
+TEST_CASE("every single-bit flip of a small file is detected") {
+  const Bytes file = small_file();
+  for (size_t byte = 0; byte < file.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      Bytes bad = file;
+      bad[byte] ^= static_cast<uint8_t>(1 << bit);
+      CAPTURE(byte);
+      CAPTURE(bit);
+      try {
+        (void)decode(bad);
+        FAIL("a bit flip went undetected");
+      } catch (const Error& e) {
+        // A flipped version or mode byte is "unsupported", dimensions past the limits are
+        // "limit exceeded"; everything else is corrupt data.
+        CHECK((e.code() == Errc::corrupt_data || e.code() == Errc::unsupported ||
+               e.code() == Errc::limit_exceeded));
+      }
+    }
+  }
+}
+
+TEST_CASE("a damaged patch is reported with its index and channel") {
+  Bytes file = small_file();
+  file[file.size() - 1] ^= 0x10;  // the last patch of the last channel
+  try {
+    (void)decode(file);
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "l3: patch 5 of channel 2: checksum mismatch");
+  }
+}
+
+TEST_CASE("oversized dimensions are rejected before any allocation") {
+  Bytes file = small_file();
+  put_u32(&file[kOffWidth], 70000);
+  resign_header(file, 0);
+  require_rejected(file, Errc::limit_exceeded);
+  put_u32(&file[kOffWidth], 65535);
+  put_u32(&file[kOffHeight], 65535);  // 2^32 pixels > 2^30
+  require_rejected(file, Errc::limit_exceeded);
+  put_u32(&file[kOffWidth], 0);
+  require_rejected(file, Errc::corrupt_data);
+  // Within the limits but far larger than the file: the patch table cannot fit.
+  put_u32(&file[kOffWidth], 30000);
+  put_u32(&file[kOffHeight], 30000);
+  file[kOffPatchLog2] = 3;
+  resign_header(file, 0);
+  require_rejected(file);
+}
+
+TEST_CASE("patch table offsets outside the file are rejected even with a valid header checksum") {
+  const Bytes good = small_file();
+  const size_t table = table_bytes(good);
+  const size_t entries = table / kTableEntryBytes;
+  for (uint32_t value : {0u, 1u, 0x7FFFFFFFu, 0xFFFFFFFFu}) {
+    for (size_t entry : {size_t{0}, entries / 2, entries - 1}) {
+      Bytes file = good;
+      put_u32(&file[kHeaderBytes + entry * kTableEntryBytes], value);
+      resign_header(file, table);
+      CAPTURE(value);
+      CAPTURE(entry);
+      require_rejected(file);
+    }
+  }
+  // Two patches swapping sizes keeps the total but makes both disagree with their codes.
+  Bytes file = good;
+  const uint32_t first_end = testing::get_u32(&file[kHeaderBytes]);
+  put_u32(&file[kHeaderBytes], first_end + 1);
+  resign_header(file, table);
+  require_rejected(file);
+}
+
+TEST_CASE("unknown versions, modes and flags are refused") {
+  Bytes file = small_file();
+  file[kOffVersion] = kVersion + 1;
+  require_rejected(file, Errc::unsupported);
+  file = small_file();
+  file[kOffMode] = 1;
+  require_rejected(file, Errc::unsupported);
+  file = small_file();
+  file[kOffFlags] |= 0x80;
+  resign_header(file, table_bytes(file));
+  require_rejected(file);
+  // Subtract-green needs three channels.
+  file = encode(make_image(5, 5, 2, Content::noise), {8, 1});
+  file[kOffFlags] = kFlagSubtractGreen;
+  resign_header(file, table_bytes(file));
+  require_rejected(file);
+}
+
+}  // namespace
+}  // namespace dlprep::l3

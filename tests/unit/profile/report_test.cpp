@@ -1,0 +1,99 @@
+// The profile-mix report: JSON round trip, schema check, the table and the SVG.
+#include "profile/report.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+using namespace dlprep;
+using namespace dlprep::profile;
+
+namespace {
+
+ProfileReport sample_report() {
+  ProfileReport r;
+  r.dataset = "train/";
+  r.sample_images = 16;
+  r.formats = {{"png", "png", 1.8e6, 0.03}, {"bmp", "bmp", 6.2e6, 0.001}};
+  r.resources = {200e6, 2, 0};
+  r.storage_source = "given";
+  r.reader = "o_direct";
+  r.search = "lp";
+  MixChoice m = optimize_lp(r.formats, r.resources);
+  r.mix = m.ratios;
+  r.predicted = m.predicted;
+  r.measured = MeasuredThroughput{41.5, 2.1, 87, 1.9e8};
+  r.sweep_a = 0;
+  r.sweep_b = 1;
+  r.sweep = sweep(r.formats, r.resources, 0, 1, 11);
+  r.sweep[4].measured_images_per_s = 40;
+  r.probe_seconds = 3.5;
+  r.verify_seconds = 2.2;
+  r.total_seconds = 5.8;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a report survives a JSON round trip") {
+  ProfileReport r = sample_report();
+  std::string text = report_to_json(r);
+  CHECK(text.find("\"schema\": \"dlprep.profile-mix/1\"") != std::string::npos);
+  ProfileReport back = report_from_json(text);
+  CHECK(back.dataset == r.dataset);
+  CHECK(back.sample_images == 16);
+  REQUIRE(back.formats.size() == 2);
+  CHECK(back.formats[1].bytes_per_image == r.formats[1].bytes_per_image);
+  CHECK(back.formats[0].decode_cpu_s_per_image == r.formats[0].decode_cpu_s_per_image);
+  CHECK(back.resources.storage_bytes_per_s == 200e6);
+  CHECK(back.resources.compute_images_per_s == 0);
+  CHECK(back.mix[0] == doctest::Approx(r.mix[0]));
+  CHECK(back.mix[1] == doctest::Approx(r.mix[1]));
+  CHECK(back.predicted.images_per_s == doctest::Approx(r.predicted.images_per_s));
+  CHECK(std::isinf(back.predicted.compute_images_per_s));
+  REQUIRE(back.measured);
+  CHECK(back.measured->images == 87);
+  REQUIRE(back.sweep.size() == 11);
+  CHECK(back.sweep[4].measured_images_per_s == 40);
+  CHECK(back.sweep[5].measured_images_per_s < 0);
+  CHECK(back.mix_text() == r.mix_text());
+  CHECK(report_to_json(back) == text);
+}
+
+TEST_CASE("a report of another schema or malformed text is refused") {
+  CHECK_THROWS_AS(report_from_json("{"), Error);
+  try {
+    report_from_json("{\"schema\": \"dlprep.profile-mix/9\"}");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::unsupported);
+  }
+  try {
+    report_from_json("{\"schema\": \"dlprep.profile-mix/1\"}");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+  }
+}
+
+TEST_CASE("the mix text is what convert-dataset --mix takes") {
+  ProfileReport r = sample_report();
+  r.mix = {0.7, 0.3};
+  CHECK(r.mix_text() == "png:0.7,bmp:0.3");
+  r.mix = {0, 1};
+  CHECK(r.mix_text() == "bmp:1");
+}
+
+TEST_CASE("the table and the plot name the formats and the chosen mix") {
+  ProfileReport r = sample_report();
+  std::string table = report_table(r);
+  CHECK(table.find("png") != std::string::npos);
+  CHECK(table.find("measured:") != std::string::npos);
+  std::string svg = plot_svg(r);
+  CHECK(svg.rfind("<?xml", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  CHECK(svg.find("share of png") != std::string::npos);
+  CHECK(svg.find("chosen") != std::string::npos);
+}

@@ -1,0 +1,330 @@
+// The whole CPU pipeline on real Criteo rows (sample_data/criteo): golden outputs, and the
+// invariances that make it a reference: thread count, chunk size, gzip, binary input, decode
+// cache and resume never change a byte.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "tabular/criteo_preprocess.hpp"
+#include "tabular/gzip_reader.hpp"
+
+using namespace dlprep;
+using namespace dlprep::tabular;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kSamples = fs::path(DLPREP_SAMPLE_DATA) / "criteo";
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "criteo" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  Bytes b = read_file(p);
+  return std::string(b.begin(), b.end());
+}
+
+void put(const fs::path& p, const std::string& s) {
+  write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+std::string gunzip(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  auto r = open_gzip_reader(fd, p.string());
+  std::string out;
+  std::vector<uint8_t> buf(1 << 16);
+  while (size_t n = r->read(buf.data(), buf.size())) out.append(buf.begin(), buf.begin() + n);
+  ::close(fd);
+  return out;
+}
+
+// A ~1.5 MB day made of the 200 DeepCTR rows repeated, so small chunks cut it many times.
+fs::path big_day(const fs::path& dir) {
+  std::string rows = slurp(kSamples / "deepctr_200.tsv"), all;
+  for (int i = 0; i < 30; ++i) all += rows;
+  put(dir / "big.tsv", all);
+  return dir / "big.tsv";
+}
+
+PreprocessOptions base(std::vector<fs::path> inputs, const fs::path& out) {
+  PreprocessOptions o;
+  o.inputs = std::move(inputs);
+  o.out_dir = out;
+  o.modulus.fill(5000);
+  o.resume = false;
+  return o;
+}
+
+void check_same_files(const fs::path& a, const fs::path& b, const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    INFO(n);
+    REQUIRE(fs::exists(a / n));
+    REQUIRE(fs::exists(b / n));
+    CHECK(slurp(a / n) == slurp(b / n));
+  }
+}
+
+const std::vector<std::string> kDay0 = {"day_0_dense.npy", "day_0_sparse.npy", "day_0_labels.npy"};
+const std::vector<std::string> kDay01 = {
+    "day_0_dense.npy",  "day_0_sparse.npy", "day_0_labels.npy",    "day_1_dense.npy",
+    "day_1_sparse.npy", "day_1_labels.npy", "vocab/C1_values.npy", "vocab/C26_counts.npy"};
+
+}  // namespace
+
+TEST_CASE("the piper preset reproduces the golden outputs of the DeepCTR rows") {
+  fs::path out = scratch("golden");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, out);
+  apply_preset("piper", o);
+  PreprocessStats s = preprocess(o);
+  CHECK(s.rows == 200);
+  CHECK(s.bad_rows == 0);
+  check_same_files(out, kSamples / "expected_piper", kDay0);
+}
+
+TEST_CASE("outputs do not depend on the thread count, the chunk size or the decode cache") {
+  fs::path dir = scratch("invariance");
+  fs::path day = big_day(dir);
+  std::vector<fs::path> days = {day, kSamples / "nvtabular_day_0.gz"};
+  PreprocessOptions ref = base(days, dir / "ref");
+  ref.threads = 1;
+  ref.decode_cache = DecodeCache::off;
+  preprocess(ref);
+  for (unsigned threads : {2u, 3u}) {
+    for (size_t chunk : {size_t{64} << 10, size_t{64} << 20}) {
+      for (DecodeCache cache : {DecodeCache::on, DecodeCache::off}) {
+        fs::path out = dir / ("t" + std::to_string(threads) + "_" + std::to_string(chunk) +
+                              (cache == DecodeCache::on ? "_cache" : ""));
+        PreprocessOptions o = base(days, out);
+        o.threads = threads;
+        o.chunk_bytes = chunk;
+        o.decode_cache = cache;
+        PreprocessStats s = preprocess(o);
+        CHECK(s.rows == 7000);
+        CHECK(s.decode_cache == (cache == DecodeCache::on));
+        check_same_files(ref.out_dir, out, kDay01);
+      }
+    }
+  }
+}
+
+TEST_CASE("gzip input (multi-member too) gives the same outputs as the plain text") {
+  fs::path dir = scratch("gzip");
+  std::string text = gunzip(kSamples / "nvtabular_day_0.gz");
+  put(dir / "plain.tsv", text + text);
+  std::string gz = slurp(kSamples / "nvtabular_day_0.gz");
+  put(dir / "two_members.gz", gz + gz);
+  PreprocessOptions a = base({dir / "plain.tsv"}, dir / "a");
+  PreprocessOptions b = base({dir / "two_members.gz"}, dir / "b");
+  CHECK(preprocess(a).rows == 2000);
+  CHECK(preprocess(b).rows == 2000);
+  check_same_files(a.out_dir, b.out_dir, kDay0);
+  put(dir / "truncated.gz", gz.substr(0, gz.size() / 2));
+  PreprocessOptions t = base({dir / "truncated.gz"}, dir / "t");
+  CHECK_THROWS_AS(preprocess(t), Error);
+}
+
+TEST_CASE("binary rows written by emit_binary preprocess to the same outputs") {
+  fs::path dir = scratch("binary");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "edge_cases.tsv"};
+  PreprocessOptions a = base(days, dir / "a");
+  a.emit_binary = dir / "rows.bin";
+  preprocess(a);
+  CHECK(fs::file_size(dir / "rows.bin") == 64 + 160 * (200 + 40));
+  // The binary file holds both days; as one day it must equal the text days concatenated.
+  std::string cat = slurp(days[0]) + slurp(days[1]) + "\n";
+  put(dir / "cat.tsv", cat);
+  PreprocessOptions t = base({dir / "cat.tsv"}, dir / "t");
+  PreprocessOptions b = base({dir / "rows.bin"}, dir / "b");
+  b.input_format = InputFormat::bin;
+  CHECK(preprocess(t).rows == 240);
+  CHECK(preprocess(b).rows == 240);
+  check_same_files(t.out_dir, b.out_dir, kDay0);
+  put(dir / "short.bin", slurp(dir / "rows.bin").substr(0, 64 + 160 * 3 + 7));
+  PreprocessOptions s = base({dir / "short.bin"}, dir / "s");
+  CHECK_THROWS_WITH_AS(preprocess(s), doctest::Contains("truncated binary row"), Error);
+}
+
+TEST_CASE("a malformed row is reported with its file and line, across chunks") {
+  fs::path dir = scratch("bad_row");
+  std::string rows = slurp(kSamples / "deepctr_200.tsv"), all;
+  for (int i = 0; i < 30; ++i) all += rows;
+  size_t pos = 0;
+  for (int line = 1; line < 4321; ++line) pos = all.find('\n', pos) + 1;
+  all.insert(pos, "1\t2\t3\n");  // line 4321
+  put(dir / "bad.tsv", all);
+  PreprocessOptions o = base({dir / "bad.tsv"}, dir / "out");
+  o.chunk_bytes = 64 << 10;
+  try {
+    preprocess(o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+    CHECK(std::string(e.what()) ==
+          (dir / "bad.tsv").string() + ":4321: too few fields (3, expected 40)");
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "day_0_dense.npy"));
+  o.on_bad_row = BadRowPolicy::skip;
+  std::vector<std::string> warnings;
+  o.warning = [&](const std::string& w) { warnings.push_back(w); };
+  PreprocessStats s = preprocess(o);
+  CHECK(s.rows == 6000);
+  CHECK(s.bad_rows == 1);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find(":4321: too few fields") != std::string::npos);
+}
+
+TEST_CASE("the DeepCTR CSV file is rejected as malformed input") {
+  fs::path out = scratch("csv");
+  PreprocessOptions o = base({fs::path(DLPREP_SAMPLE_DATA) / "criteo" / "deepctr_200.tsv"}, out);
+  put(out / "x.csv", "label,I1,I2\n0,1.0,2\n");
+  o.inputs = {out / "x.csv"};
+  CHECK_THROWS_WITH_AS(preprocess(o), doctest::Contains("x.csv:1: field 1 (label)"), Error);
+}
+
+TEST_CASE("a rerun reuses the vocabulary and the finished days; new settings rewrite them") {
+  fs::path out = scratch("resume");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz"}, out);
+  o.resume = true;
+  PreprocessStats first = preprocess(o);
+  CHECK_FALSE(first.vocab_reused);
+  std::string before = slurp(out / "day_1_sparse.npy");
+  PreprocessStats second = preprocess(o);
+  CHECK(second.vocab_reused);
+  CHECK(second.days[0].skipped);
+  CHECK(second.days[1].skipped);
+  CHECK(second.rows == first.rows);
+  CHECK(second.cardinality == first.cardinality);
+  fs::remove(out / "day_1_dense.npy");  // as if interrupted while writing day 1
+  PreprocessStats third = preprocess(o);
+  CHECK(third.days[0].skipped);
+  CHECK_FALSE(third.days[1].skipped);
+  CHECK(slurp(out / "day_1_sparse.npy") == before);
+  o.log_offset = 3;
+  PreprocessStats fourth = preprocess(o);
+  CHECK(fourth.vocab_reused);
+  CHECK_FALSE(fourth.days[0].skipped);
+}
+
+TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values OOV") {
+  fs::path dir = scratch("vocab_from");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  PreprocessOptions again = base({kSamples / "deepctr_200.tsv"}, dir / "again");
+  again.modulus = {};
+  again.vocab_from = dir / "train";
+  PreprocessStats s = preprocess(again);
+  CHECK(s.vocab_reused);
+  check_same_files(train.out_dir, again.out_dir, kDay0);
+  PreprocessOptions test = base({kSamples / "nvtabular_day_0.gz"}, dir / "test");
+  test.vocab_from = dir / "train" / "vocab";
+  CHECK(preprocess(test).rows == 1000);
+  PreprocessOptions clash = base({kSamples / "deepctr_200.tsv"}, dir / "clash");
+  clash.modulus.fill(7);
+  clash.vocab_from = dir / "train";
+  CHECK_THROWS_AS(preprocess(clash), Error);
+}
+
+TEST_CASE("the last day splits into halves in DLRM or TorchRec order") {
+  fs::path out = scratch("split");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv", kSamples / "edge_cases.tsv"}, out);
+  o.split_last = SplitLast::val_test;
+  preprocess(o);
+  CHECK(fs::exists(out / "day_0_dense.npy"));
+  CHECK_FALSE(fs::exists(out / "day_1_dense.npy"));
+  // 40 rows: 20 + 20; labels are int32 (N,1) after a 128-byte header.
+  CHECK(fs::file_size(out / "val_labels.npy") == 128 + 20 * 4);
+  CHECK(fs::file_size(out / "test_labels.npy") == 128 + 20 * 4);
+}
+
+TEST_CASE("options are validated and unavailable devices refused with their reason") {
+  fs::path out = scratch("options");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, out);
+  o.device = Device::cuda;
+  try {
+    preprocess(o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::device_unavailable);
+    CHECK(std::string(e.what()).find("cuda") != std::string::npos);
+  }
+  o.device = Device::fpga;
+  CHECK_THROWS_AS(preprocess(o), Error);
+  o.device = Device::cpu;
+  o.output_format = OutputFormat::dlrm;  // integer dense values need --no-log
+  CHECK_THROWS_AS(preprocess(o), Error);
+  o.output_format = OutputFormat::npy;
+  o.max_memory_bytes = 1 << 20;
+  CHECK_THROWS_WITH_AS(preprocess(o), doctest::Contains("--max-memory"), Error);
+  CHECK(parse_modulus_list("5000")[25] == 5000);
+  CHECK_THROWS_AS(parse_modulus_list("1,2"), Error);
+  CHECK_THROWS_AS(parse_modulus_list("x"), Error);
+  CHECK_THROWS_AS(apply_preset("nope", o), Error);
+}
+
+TEST_CASE("stats.json carries the schema, rows, cardinalities and peak RSS") {
+  fs::path out = scratch("stats");
+  PreprocessOptions o = base({kSamples / "nvtabular_day_0.gz"}, out);
+  PreprocessStats s = preprocess(o);
+  std::string j = slurp(out / "stats.json");
+  CHECK(j.find("\"schema\": \"dlprep.criteo-preprocess/1\"") != std::string::npos);
+  CHECK(j.find("\"peak_rss_bytes\"") != std::string::npos);
+  CHECK(s.peak_rss_bytes > 0);
+  CHECK(s.cardinality[0] > 0);
+  CHECK(s.kept == s.cardinality);
+}
+
+TEST_CASE("a run interrupted in pass 1 continues after the last checkpointed day") {
+  fs::path dir = scratch("resume_pass1");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
+                                kSamples / "edge_cases.tsv"};
+  PreprocessOptions clean = base(days, dir / "clean");
+  preprocess(clean);
+  PreprocessOptions o = base(days, dir / "out");
+  o.resume = true;
+  o.checkpoint_seconds = 0;  // checkpoint after every day
+  // "Crash" when pass 1 reaches the third day (the progress callback throws).
+  o.progress = [&](const ProgressEvent& e) {
+    if (e.what == "pass 1" && e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
+  };
+  CHECK_THROWS_AS(preprocess(o), Error);
+  CHECK(fs::exists(dir / "out" / "vocab" / "vocab.json"));
+  o.progress = nullptr;
+  PreprocessStats s = preprocess(o);
+  CHECK(s.days_resumed_in_pass1 == 2);
+  CHECK_FALSE(s.vocab_reused);
+  CHECK(s.rows == 1240);
+  check_same_files(clean.out_dir, o.out_dir,
+                   {"day_0_sparse.npy", "day_1_sparse.npy", "day_2_sparse.npy", "day_2_dense.npy",
+                    "vocab/C1_values.npy", "vocab/C26_counts.npy"});
+}
+
+TEST_CASE("the split layout holds the same values as the npy layout, one file per column") {
+  fs::path dir = scratch("split_layout");
+  PreprocessOptions npy = base({kSamples / "deepctr_200.tsv"}, dir / "npy");
+  PreprocessOptions split = base({kSamples / "deepctr_200.tsv"}, dir / "split");
+  split.output_format = OutputFormat::split;
+  preprocess(npy);
+  preprocess(split);
+  std::string sparse = slurp(npy.out_dir / "day_0_sparse.npy").substr(128);
+  std::string dense = slurp(npy.out_dir / "day_0_dense.npy").substr(128);
+  std::string labels = slurp(npy.out_dir / "day_0_labels.npy").substr(128);
+  REQUIRE(sparse.size() == 200 * 26 * 4);
+  CHECK(slurp(split.out_dir / "day_0" / "numerical.bin") == dense);
+  CHECK(slurp(split.out_dir / "day_0" / "label.bin") == labels);
+  for (int j : {0, 7, 25}) {
+    std::string col;
+    for (int r = 0; r < 200; ++r) col += sparse.substr((r * 26 + j) * 4, 4);
+    CHECK(slurp(split.out_dir / "day_0" / ("cat_" + std::to_string(j) + ".bin")) == col);
+  }
+}

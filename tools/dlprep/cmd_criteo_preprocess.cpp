@@ -1,0 +1,262 @@
+// dlprep criteo-preprocess INPUT… -o OUTDIR: Criteo/DLRM click-log preprocessing (lib/tabular).
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "output.hpp"
+#include "tabular/criteo_preprocess.hpp"
+
+namespace dlprep::cli {
+namespace {
+
+constexpr const char* kCommand = "criteo-preprocess";
+using namespace dlprep::tabular;
+
+struct CriteoCliOptions {
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  unsigned days = 0;
+  std::string preset;
+  std::string input_format = "auto";
+  std::string output_format;  // empty: npy unless the preset says otherwise
+  std::string modulus;
+  uint64_t min_freq = 1;
+  int64_t id_base = 0;
+  int64_t oov_id = -1;
+  double log_offset = kDefaultLogOffset;
+  bool no_log = false;
+  std::string vocab_from;
+  std::string split_last;
+  std::string on_bad_row = "error";
+  std::string emit_binary;
+  std::string max_memory;
+  bool no_resume = false;
+  bool no_vocab = false;
+  std::string device = "cpu";
+  std::string decode_cache = "auto";
+  size_t chunk_mb = 16;
+  // Which options were given, so that they override the preset.
+  std::map<std::string, CLI::Option*> given;
+};
+
+uint64_t parse_size(const std::string& text) {
+  if (text.empty()) return 0;
+  size_t pos = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(text, &pos);
+  } catch (...) {
+    throw Error(Errc::invalid_argument, "--max-memory: '" + text + "' is not a size");
+  }
+  std::string unit = text.substr(pos);
+  if (unit.empty() || unit == "B") return v;
+  if (unit == "K" || unit == "KiB") return v << 10;
+  if (unit == "M" || unit == "MiB") return v << 20;
+  if (unit == "G" || unit == "GiB") return v << 30;
+  throw Error(Errc::invalid_argument, "--max-memory: unknown unit '" + unit + "' (K, M, G)");
+}
+
+PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) {
+  PreprocessOptions o;
+  auto given = [&](const char* name) { return c.given.at(name)->count() > 0; };
+  if (!c.preset.empty()) apply_preset(c.preset, o);
+  if (c.days > 0) {
+    // --days N: INPUT is the directory of the Criteo 1TB release, day_0 .. day_{N-1} (.gz or not).
+    if (c.inputs.size() != 1 || !std::filesystem::is_directory(c.inputs[0]))
+      throw Error(Errc::invalid_argument, "--days needs exactly one INPUT, a directory");
+    for (unsigned d = 0; d < c.days; ++d) {
+      std::filesystem::path base =
+          std::filesystem::path(c.inputs[0]) / ("day_" + std::to_string(d));
+      std::filesystem::path gz = base;
+      gz += ".gz";
+      if (std::filesystem::exists(base))
+        o.inputs.push_back(base);
+      else if (std::filesystem::exists(gz))
+        o.inputs.push_back(gz);
+      else
+        throw Error(Errc::invalid_argument, "--days: " + base.string() + "[.gz] not found");
+    }
+  } else {
+    for (const auto& in : c.inputs) {
+      if (std::filesystem::is_directory(in))
+        throw Error(Errc::invalid_argument, in + " is a directory (use --days N for day_0..)");
+      o.inputs.emplace_back(in);
+    }
+  }
+  o.out_dir = c.out_dir;
+  o.input_format = c.input_format == "tsv"   ? InputFormat::tsv
+                   : c.input_format == "bin" ? InputFormat::bin
+                                             : InputFormat::auto_detect;
+  if (!c.output_format.empty()) {
+    o.output_format = c.output_format == "dlrm"    ? OutputFormat::dlrm
+                      : c.output_format == "split" ? OutputFormat::split
+                      : c.output_format == "none"  ? OutputFormat::none
+                                                   : OutputFormat::npy;
+  }
+  if (given("--modulus")) o.modulus = parse_modulus_list(c.modulus);
+  if (given("--min-freq")) o.min_freq = c.min_freq;
+  if (given("--id-base")) o.id_base = c.id_base;
+  if (given("--oov-id")) o.oov_id = c.oov_id;
+  if (given("--log-offset")) {
+    o.log_offset = c.log_offset;
+    o.apply_log = true;
+  }
+  if (c.no_log) o.apply_log = false;
+  if (!c.vocab_from.empty()) o.vocab_from = c.vocab_from;
+  if (!c.split_last.empty()) {
+    o.split_last = c.split_last == "test-val"   ? SplitLast::test_val
+                   : c.split_last == "val-test" ? SplitLast::val_test
+                                                : SplitLast::none;
+  }
+  o.on_bad_row = c.on_bad_row == "skip" ? BadRowPolicy::skip : BadRowPolicy::error;
+  if (!c.emit_binary.empty()) o.emit_binary = c.emit_binary;
+  o.max_memory_bytes = parse_size(c.max_memory);
+  o.resume = !c.no_resume;
+  o.write_vocab = !c.no_vocab;
+  // DLPREP_FORCE_DEVICE overrides --device (STYLE.md: tests prove which backend ran).
+  std::string device = c.device;
+  if (const char* forced = std::getenv("DLPREP_FORCE_DEVICE"); forced && *forced) device = forced;
+  if (device == "cuda")
+    o.device = Device::cuda;
+  else if (device == "fpga")
+    o.device = Device::fpga;
+  else if (device == "auto")
+    o.device = Device::auto_select;
+  else if (device == "cpu")
+    o.device = Device::cpu;
+  else
+    throw Error(Errc::invalid_argument, "DLPREP_FORCE_DEVICE: unknown device '" + device + "'");
+  o.decode_cache = c.decode_cache == "on"    ? DecodeCache::on
+                   : c.decode_cache == "off" ? DecodeCache::off
+                                             : DecodeCache::auto_select;
+  o.threads = globals.jobs;
+  o.chunk_bytes = c.chunk_mb << 20;
+  return o;
+}
+
+int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
+  PreprocessOptions o = to_options(c, globals);
+  Progress progress(globals, kCommand, 0, "bytes");
+  o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
+  PreprocessStats stats = preprocess(o);
+  progress.finish();
+  if (stats.bad_rows > 0)
+    print_warning(globals, kCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");
+  nlohmann::json j = nlohmann::json::parse(stats.to_json());
+  if (globals.json) {
+    print_json(j);
+    return kExitOk;
+  }
+  Table table({"input", "rows", "bad rows", "input bytes", "status"});
+  for (const auto& d : stats.days)
+    table.add_row({d.input, std::to_string(d.rows), std::to_string(d.bad_rows),
+                   std::to_string(d.input_bytes), d.skipped ? "up to date" : "written"});
+  table.print();
+  std::printf(
+      "%llu rows in %s s (%s rows/s, %u threads; pass 1 %s s%s, pass 2 %s s), peak RSS %s\n",
+      static_cast<unsigned long long>(stats.rows), format_fixed(stats.total_seconds, 3).c_str(),
+      format_fixed(stats.total_seconds > 0 ? stats.rows / stats.total_seconds : 0, 0).c_str(),
+      stats.threads, format_fixed(stats.pass1_seconds, 3).c_str(),
+      stats.vocab_reused ? " (vocabulary reused)" : "",
+      format_fixed(stats.pass2_seconds, 3).c_str(), format_bytes(stats.peak_rss_bytes).c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_criteo_preprocess_command(CLI::App& app) {
+  auto c = std::make_shared<CriteoCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      kCommand, "preprocess Criteo click logs for DLRM/TorchRec (two passes, bounded memory)");
+  cmd->add_option("INPUT", c->inputs,
+                  "day files in day order: TSV, gzip TSV or dlprep binary rows (with --days: "
+                  "the directory holding day_0, day_1, ...)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd->add_option("--days", c->days, "read DIR/day_0 .. DIR/day_{N-1} (.gz or not) in order")
+      ->type_name("N");
+  cmd->add_option("-o,--output", c->out_dir, "output directory")->required()->type_name("DIR");
+  auto add = [&](CLI::Option* opt) {
+    c->given[opt->get_name()] = opt;
+    return opt;
+  };
+  cmd->add_option("--preset", c->preset, "conventions of an existing tool (explicit flags win)")
+      ->check(CLI::IsMember({"dlrm", "torchrec", "piper"}));
+  cmd->add_option("--input-format", c->input_format,
+                  "input format (auto: gzip and binary by magic)")
+      ->check(CLI::IsMember({"auto", "tsv", "bin"}))
+      ->capture_default_str();
+  cmd->add_option("--output-format", c->output_format,
+                  "npy (TorchRec/MLPerf-v2), dlrm (int32 x 40 rows), split (NVIDIA per-column "
+                  "files), none (vocabulary only) [default: npy]")
+      ->check(CLI::IsMember({"npy", "dlrm", "split", "none"}));
+  add(cmd->add_option("--modulus", c->modulus,
+                      "modulus M of the hex values (DLRM max_ind_range): one value, or 26 "
+                      "comma-separated; 0 = none [default: 0]")
+          ->type_name("M[,M…]"));
+  add(cmd->add_option("--min-freq", c->min_freq, "values seen fewer than F times map to the OOV ID")
+          ->capture_default_str()
+          ->type_name("F"));
+  add(cmd->add_option("--id-base", c->id_base, "ID of each column's first value")
+          ->capture_default_str()
+          ->type_name("N"));
+  add(cmd->add_option("--oov-id", c->oov_id,
+                      "ID of rare/unseen values [default: id-base - 1 if id-base >= 1, else one "
+                      "past the column's last ID]")
+          ->type_name("N"));
+  add(cmd->add_option("--log-offset", c->log_offset, "dense values become log(max(x,0) + X)")
+          ->capture_default_str()
+          ->type_name("X"));
+  cmd->add_flag("--no-log", c->no_log, "store max(x,0) without the log (the loader takes it)");
+  cmd->add_option("--vocab-from", c->vocab_from,
+                  "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab)")
+      ->check(CLI::ExistingDirectory)
+      ->type_name("DIR");
+  cmd->add_option("--split-last", c->split_last,
+                  "split the last input into halves: test-val (DLRM) or val-test (TorchRec)")
+      ->check(CLI::IsMember({"none", "test-val", "val-test"}));
+  cmd->add_option("--on-bad-row", c->on_bad_row, "a malformed row stops the run, or is skipped")
+      ->check(CLI::IsMember({"error", "skip"}))
+      ->capture_default_str();
+  cmd->add_option(
+         "--emit-binary", c->emit_binary,
+         "also write all decoded rows in dlprep's binary row format (for --input-format bin)")
+      ->type_name("FILE");
+  cmd->add_option("--max-memory", c->max_memory, "refuse to use more memory than this (e.g. 1G)")
+      ->type_name("SIZE");
+  cmd->add_flag("--no-resume", c->no_resume,
+                "rebuild everything even if a matching vocabulary and day outputs exist");
+  cmd->add_flag("--no-vocab", c->no_vocab, "do not write OUTDIR/vocab (disables resume of pass 1)");
+  cmd->add_option("--device", c->device, "backend (DLPREP_FORCE_DEVICE overrides)")
+      ->check(CLI::IsMember({"cpu", "cuda", "fpga", "auto"}))
+      ->capture_default_str();
+  cmd->add_option("--decode-cache", c->decode_cache,
+                  "keep pass 1's decoded rows (160 B/row) in an unnamed temp file in OUTDIR for "
+                  "pass 2 instead of decoding the text twice (auto: when there is room)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--chunk-mb", c->chunk_mb, "input MiB decoded per step (bounds memory)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->footer(
+      "Two passes over the input: pass 1 builds per-column vocabularies in order of first\n"
+      "appearance (with counts); pass 2 maps values to contiguous IDs and writes the arrays.\n"
+      "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json. Memory is bounded\n"
+      "by the vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"
+      "finished days. See man dlprep-criteo-preprocess.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep criteo-preprocess --preset piper train.txt -o out/\n"
+      "  dlprep criteo-preprocess --preset torchrec day_{0..23}.gz -o mlperf/\n"
+      "  dlprep criteo-preprocess --modulus 1000000 --vocab-from out/ test.txt -o test_out/\n");
+  // The "given" map must also know --log-offset etc. (add() recorded them).
+  return [c](const Globals& globals) { return run_criteo(*c, globals); };
+}
+
+}  // namespace dlprep::cli

@@ -1,0 +1,194 @@
+// dlprep dataset info|verify|merge: look at, check, and join dlprep datasets
+// (man/dlprep-dataset.1). The work is lib/dataset's.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "dataset/dataset_merge.hpp"
+#include "dataset/dataset_verify.hpp"
+#include "dataset/manifest.hpp"
+#include "output.hpp"
+#include "version.hpp"
+
+namespace dlprep::cli {
+namespace {
+
+struct DatasetOptions {
+  std::string dataset;              // info, verify
+  std::vector<std::string> inputs;  // merge
+  std::string output;               // merge
+};
+
+Json manifest_json(const dataset::Manifest& m) { return Json::parse(dataset::manifest_to_json(m)); }
+
+std::string percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? "-" : format_fixed(100.0 * double(part) / double(whole), 1) + "%";
+}
+
+int run_info(const DatasetOptions& o, const Globals& globals) {
+  dataset::Manifest m = dataset::read_manifest(o.dataset);
+  if (globals.json) {
+    Json doc = {{"schema", "dlprep.dataset-info/1"}, {"path", o.dataset}};
+    Json manifest = manifest_json(m);
+    for (auto& [key, value] : manifest.items())
+      if (key != "schema") doc[key] = value;
+    doc["dataset_schema"] = m.schema;
+    print_json(doc);
+    return kExitOk;
+  }
+  std::string mix;
+  for (const auto& t : m.targets)
+    mix += (mix.empty() ? "" : ", ") + t.spec + " " + format_fixed(100.0 * t.ratio, 1) + "%";
+  std::cout << "dataset:  " << o.dataset
+            << (m.complete ? "" : " (incomplete: rerun convert-dataset)")
+            << "\nsource:   " << m.source_path << " (" << m.source_kind << ")"
+            << "\nmix:      " << mix << ", seed " << m.seed;
+  if (m.shard_count > 1) std::cout << ", shard " << m.shard_index << "/" << m.shard_count;
+  std::cout << "\nsamples:  " << m.samples << " in " << m.classes.size()
+            << (m.classes.size() == 1 ? " class" : " classes") << ", " << format_bytes(m.bytes);
+  if (m.failed > 0) std::cout << " (" << m.failed << " source samples failed and were skipped)";
+  std::cout << "\ncreated:  " << m.created << " by " << m.tool << "\n\n";
+  Table table({"format", "samples", "share", "bytes", "bytes/sample"});
+  for (const auto& [name, c] : m.formats)
+    table.add_row({name, std::to_string(c.samples), percent(c.samples, m.samples),
+                   format_bytes(c.bytes), c.samples ? format_bytes(c.bytes / c.samples) : "-"});
+  table.print();
+  if (globals.verbose > 0) {
+    std::cout << '\n';
+    Table classes({"class", "samples", "formats"});
+    for (const auto& [label, per_format] : m.classes) {
+      uint64_t n = 0;
+      std::string formats;
+      for (const auto& [format, count] : per_format) {
+        n += count;
+        formats += (formats.empty() ? "" : " ") + format + ":" + std::to_string(count);
+      }
+      classes.add_row({label.empty() ? "(none)" : label, std::to_string(n), formats});
+    }
+    classes.print();
+  }
+  return kExitOk;
+}
+
+int run_verify(const DatasetOptions& o, const Globals& globals) {
+  dataset::VerifyOptions v;
+  v.dataset = o.dataset;
+  v.threads = globals.jobs;
+  Progress progress(globals, "dataset verify", 0, "samples");
+  if (progress.enabled())
+    v.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  Json problems = Json::array();
+  v.problem = [&](const Error& e) {
+    print_error("dataset verify", e.what());
+    if (problems.size() < 1000)
+      problems.push_back(
+          {{"status", e.code() == Errc::mismatch ? "mismatch" : "failed"}, {"error", e.what()}});
+  };
+  dataset::VerifyResult r = dataset::verify_dataset(v);
+  progress.finish();
+  int code = kExitOk;
+  if (r.mismatched > 0 || r.dataset_problems > 0) code = kExitMismatch;
+  if (r.failed > 0) code = worse_exit(code, kExitFailure);
+  if (globals.json) {
+    print_json({{"schema", "dlprep.dataset-verify/1"},
+                {"path", o.dataset},
+                {"samples", r.samples},
+                {"ok", r.ok},
+                {"mismatched", r.mismatched},
+                {"failed", r.failed},
+                {"complete", r.manifest.complete},
+                {"problems", problems}});
+  } else if (code == kExitOk) {
+    std::cout << o.dataset << ": ok, " << r.samples
+              << " samples exist, match their size and crc32, and decode to their recorded shape\n";
+  } else {
+    print_note(globals, "dataset verify: " + std::to_string(r.ok) + " of " +
+                            std::to_string(r.samples) + " samples ok, " +
+                            std::to_string(r.mismatched) + " differ from the index, " +
+                            std::to_string(r.failed) + " do not decode");
+  }
+  return code;
+}
+
+int run_merge(const DatasetOptions& o, const Globals& globals) {
+  dataset::MergeOptions m;
+  for (const auto& in : o.inputs) m.inputs.emplace_back(in);
+  m.output = o.output;
+  m.tool = version_string();
+  Progress progress(globals, "dataset merge", 0, "samples");
+  if (progress.enabled())
+    m.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  dataset::Manifest merged = dataset::merge_datasets(m);
+  progress.finish();
+  if (globals.json) {
+    Json doc = {{"schema", "dlprep.dataset-merge/1"},
+                {"output", o.output},
+                {"inputs", o.inputs},
+                {"samples", merged.samples},
+                {"bytes", merged.bytes}};
+    print_json(doc);
+  } else {
+    print_note(globals, "dataset merge: " + std::to_string(o.inputs.size()) + " shards, " +
+                            std::to_string(merged.samples) + " samples into " + o.output);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_dataset_command(CLI::App& app) {
+  auto o = std::make_shared<DatasetOptions>();
+  CLI::App* ds = app.add_subcommand("dataset", "summarise, verify and merge dlprep datasets");
+  ds->require_subcommand(1);
+  ds->footer(
+      "A dlprep dataset is what convert-dataset writes: dataset.json, samples.jsonl and data/.\n"
+      "Run 'dlprep dataset SUBCOMMAND --help' for each subcommand.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep dataset info train-mix/\n"
+      "  dlprep -j8 dataset verify train-mix/\n"
+      "  dlprep dataset merge part0/ part1/ part2/ part3/ -o train-l3/\n");
+
+  CLI::App* info = ds->add_subcommand("info", "summary of a dataset: source, mix, counts");
+  info->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
+  info->footer(
+      "Prints the source, the mix, the samples and bytes per format (and per class with -v)\n"
+      "from dataset.json; --json prints the whole manifest.\n");
+
+  CLI::App* verify = ds->add_subcommand(
+      "verify", "check every sample: exists, size, crc32, format, decodes to its shape");
+  verify->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
+  verify->footer(
+      "Reads every file of the index (in parallel with -j) and decodes it. A sample that is\n"
+      "missing or whose size, crc32, format or shape differs from the index is named on stderr\n"
+      "and the exit status is 3; a file that matches its checksum but does not decode gives 1.\n"
+      "An incomplete dataset (an interrupted conversion) is also a difference.\n");
+
+  CLI::App* merge = ds->add_subcommand("merge", "join the shards of a --shard K/N conversion");
+  merge->add_option("DST", o->inputs, "the shard datasets")->required()->type_name("DST...");
+  merge->add_option("-o,--output", o->output, "the merged dataset directory")
+      ->required()
+      ->type_name("OUT");
+  merge->footer(
+      "Every shard 0..N-1 of one conversion (same SRC, mix and seed) must be given, each\n"
+      "complete. Their indices are merged in source order, so OUT equals what one unsharded run\n"
+      "would have written; data files are hard-linked into OUT (copied across file systems).\n"
+      "\n"
+      "Example (a Slurm array of 8 tasks, then one merge):\n"
+      "  dlprep convert-dataset train/ parts/$SLURM_ARRAY_TASK_ID --to l3 \\\n"
+      "      --shard $SLURM_ARRAY_TASK_ID/8\n"
+      "  dlprep dataset merge parts/* -o train-l3/\n");
+
+  return [o, info, verify, merge](const Globals& globals) {
+    if (info->parsed()) return run_info(*o, globals);
+    if (verify->parsed()) return run_verify(*o, globals);
+    if (merge->parsed()) return run_merge(*o, globals);
+    throw Error(Errc::internal, "no dataset subcommand was selected");
+  };
+}
+
+}  // namespace dlprep::cli

@@ -1,0 +1,269 @@
+// dlprep l3 bench INPUT…: the codec benchmark (image::run_codec_bench) on the user's own images:
+// compression ratio and encode/decode MB/s of L3 against PNG, WebP and JPEG, every decode checked.
+#include <algorithm>
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cmd_l3.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "image/codec.hpp"
+#include "image/codec_bench.hpp"
+#include "inputs.hpp"
+#include "output.hpp"
+
+namespace dlprep::cli {
+namespace {
+
+constexpr const char* kCommand = "l3 bench";
+
+struct BenchOptions {
+  std::vector<std::string> inputs;
+  std::string codecs;   // empty: every default codec this build has
+  std::string threads;  // empty: 1 and -j
+  unsigned repeats = 5;
+  double max_seconds = 0;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (!item.empty()) items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::vector<unsigned> parse_threads(const std::string& text, unsigned jobs) {
+  if (text.empty()) return jobs > 1 ? std::vector<unsigned>{1, jobs} : std::vector<unsigned>{1};
+  std::vector<unsigned> counts;
+  for (const std::string& item : split_list(text)) {
+    unsigned value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc() || end != item.data() + item.size() || value == 0 || value > 4096)
+      throw Error(Errc::invalid_argument,
+                  "--threads: '" + item + "' is not a thread count from 1 to 4096");
+    counts.push_back(value);
+  }
+  if (counts.empty()) throw Error(Errc::invalid_argument, "--threads: empty list");
+  return counts;
+}
+
+std::vector<std::string> default_codecs() {
+  std::vector<std::string> codecs;
+  for (const char* name : {"l3", "png", "webp", "jpeg"})
+    if (image::find_codec(name)) codecs.push_back(name);
+  return codecs;
+}
+
+std::string mb_s(double value) { return format_fixed(value, value < 100 ? 1 : 0); }
+std::string times(double value) { return value > 0 ? format_fixed(value, 2) + "x" : "-"; }
+
+void print_table(const image::CodecBenchReport& report) {
+  std::cout << "l3 bench: " << report.images << (report.images == 1 ? " image, " : " images, ")
+            << format_bytes(report.raw_bytes) << " raw; median of " << report.repeats
+            << " runs after " << report.warmup << " warm-up; MB/s of raw pixels\n";
+  bool vs_png = !report.size_reference.empty();
+  std::vector<std::string> header = {"codec", "threads", "ratio"};
+  if (vs_png) header.push_back("size/" + report.size_reference);
+  for (const char* h : {"encode MB/s", "best", "decode MB/s", "best"}) header.push_back(h);
+  if (vs_png) header.insert(header.end(), {"enc/png", "dec/png"});
+  header.push_back("verified");
+  Table table(header);
+  for (const image::CodecBenchRow& r : report.rows) {
+    std::string codec = r.codec;
+    if (r.parallel != "images") codec += "@" + r.parallel;
+    if (!r.lossless) codec += " (lossy)";
+    std::vector<std::string> row = {codec, std::to_string(r.threads), format_fixed(r.ratio, 3)};
+    if (vs_png) row.push_back(times(r.size_vs_png));
+    row.insert(row.end(), {mb_s(r.median_encode_mb_s), mb_s(r.min_time_encode_mb_s),
+                           mb_s(r.median_decode_mb_s), mb_s(r.min_time_decode_mb_s)});
+    if (vs_png)
+      row.insert(row.end(), {times(r.encode_speedup_vs_png), times(r.decode_speedup_vs_png)});
+    row.push_back(r.verified ? "yes" : "no");
+    table.add_row(std::move(row));
+  }
+  table.print();
+}
+
+Json to_json(const image::CodecBenchReport& report, const image::CodecBenchParams& p) {
+  Json rows = Json::array();
+  for (const image::CodecBenchRow& r : report.rows) {
+    Json row = {
+        {"codec", r.codec},
+        {"lossless", r.lossless},
+        {"threads", r.threads},
+        {"parallel", r.parallel},
+        {"raw_bytes", r.raw_bytes},
+        {"compressed_bytes", r.compressed_bytes},
+        {"ratio", r.ratio},
+        {"mean_ratio", r.mean_ratio},
+        {"median_encode_mb_per_s", r.median_encode_mb_s},
+        {"min_time_encode_mb_per_s", r.min_time_encode_mb_s},
+        {"median_decode_mb_per_s", r.median_decode_mb_s},
+        {"min_time_decode_mb_per_s", r.min_time_decode_mb_s},
+        {"median_encode_seconds", r.median_encode_s},
+        {"min_encode_seconds", r.min_encode_s},
+        {"median_decode_seconds", r.median_decode_s},
+        {"min_decode_seconds", r.min_decode_s},
+        {"median_encode_cpu_seconds", r.median_encode_cpu_s},
+        {"median_decode_cpu_seconds", r.median_decode_cpu_s},
+        {"encode_mb_per_cpu_s", r.encode_mb_per_cpu_s},
+        {"decode_mb_per_cpu_s", r.decode_mb_per_cpu_s},
+        {"encode_runs", r.encode_runs},
+        {"decode_runs", r.decode_runs},
+        {"verified", r.verified},
+    };
+    if (!report.size_reference.empty()) {
+      row["size_vs_png"] = r.size_vs_png;
+      row["mean_size_vs_png"] = r.mean_size_vs_png;
+      row["median_size_vs_png"] = r.median_size_vs_png;
+      row["worst_size_vs_png"] = r.worst_size_vs_png;
+      row["worst_size_vs_png_image"] = r.worst_size_vs_png_image;
+      row["encode_speedup_vs_png"] = r.encode_speedup_vs_png;
+      row["decode_speedup_vs_png"] = r.decode_speedup_vs_png;
+      row["encode_cpu_speedup_vs_png"] = r.encode_cpu_speedup_vs_png;
+      row["decode_cpu_speedup_vs_png"] = r.decode_cpu_speedup_vs_png;
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"schema", "dlprep.l3-bench/1"},
+          {"images", report.images},
+          {"raw_bytes", report.raw_bytes},
+          {"repeats", report.repeats},
+          {"warmup", report.warmup},
+          {"codecs", p.codecs},
+          {"thread_counts", p.thread_counts},
+          {"size_reference", report.size_reference},
+          {"rows", rows}};
+}
+
+int run_bench(const BenchOptions& options, const Globals& globals) {
+  image::CodecBenchParams params;
+  params.codecs = options.codecs.empty() ? default_codecs() : split_list(options.codecs);
+  if (params.codecs.empty()) throw Error(Errc::invalid_argument, "--codecs: empty list");
+  for (const std::string& spec : params.codecs) image::canonical_codec_spec(spec);  // usage check
+  params.thread_counts = parse_threads(options.threads, globals.jobs);
+  params.repeats = options.repeats;
+  params.max_seconds_per_measurement = options.max_seconds;
+
+  // Decode the set once, in parallel; a file that fails is reported and left out.
+  std::vector<std::string> empty_dirs;
+  auto inputs = collect_inputs(
+      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs);
+  for (const auto& dir : empty_dirs)
+    print_warning(globals, kCommand, dir + ": no image files found");
+  std::vector<std::unique_ptr<Image>> decoded(inputs.size());
+  std::vector<int> codes(inputs.size(), kExitOk);
+  {
+    Progress progress(globals, "l3 bench: reading", inputs.size());
+    parallel_for(inputs.size(), globals.jobs, [&](size_t i) {
+      try {
+        MappedFile file(inputs[i].path);
+        decoded[i] = std::make_unique<Image>(image::decode_any(file.bytes()));
+      } catch (const Error& e) {
+        print_error(kCommand, with_path(inputs[i].path, e).what());
+        codes[i] = item_exit_code(e.code());
+      } catch (const std::bad_alloc&) {
+        print_error(kCommand, display_path(inputs[i].path) + ": out of memory");
+        codes[i] = kExitFailure;
+      }
+      progress.step();
+    });
+  }
+  int code = kExitOk;
+  std::vector<Image> images;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    code = worse_exit(code, codes[i]);
+    if (decoded[i]) {
+      images.push_back(std::move(*decoded[i]));
+      params.image_names.push_back(display_path(inputs[i].path));
+    }
+  }
+  if (images.empty()) {
+    print_error(kCommand, "no images to benchmark");
+    return kExitFailure;
+  }
+
+  if (options.codecs.empty()) {
+    // Defaults that cannot store some image of the set (webp and 1-channel images, jpeg and
+    // alpha) are left out with a warning rather than failing the run; --codecs is taken as asked.
+    std::vector<std::string> usable;
+    for (const std::string& name : params.codecs) {
+      const image::Codec* codec = image::find_codec(name);
+      uint32_t bad = 0;
+      for (const Image& img : images)
+        if (codec && !codec->round_trips(img.channels())) bad = img.channels();
+      if (bad == 0)
+        usable.push_back(name);
+      else
+        print_warning(globals, kCommand,
+                      name + " cannot store " + std::to_string(bad) +
+                          "-channel images: left out (choose codecs with --codecs)");
+    }
+    params.codecs = usable;
+  }
+
+  Progress progress(globals, kCommand, 0, "rows");
+  params.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  image::CodecBenchReport report = image::run_codec_bench(images, params);
+  progress.finish();
+  if (globals.json)
+    print_json(to_json(report, params));
+  else
+    print_table(report);
+  return code;
+}
+
+}  // namespace
+
+Action add_l3_bench_command(CLI::App& l3) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* cmd = l3.add_subcommand(
+      "bench", "benchmark L3 against png, webp and jpeg on your images (size, encode/decode MB/s)");
+  cmd->add_option("INPUT", options->inputs, "images (any format) or directories")
+      ->required()
+      ->type_name("FILE|DIR");
+  cmd->add_option("--codecs", options->codecs, "codec specs (default: l3,png,webp,jpeg)")
+      ->type_name("LIST");
+  cmd->add_option("--repeats", options->repeats, "timed runs per measurement")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u).description(""));
+  cmd->add_option("--threads", options->threads, "thread counts (default: 1,J with J from -j)")
+      ->type_name("LIST");
+  cmd->add_option("--max-seconds", options->max_seconds, "cap on timed runs per measurement")
+      ->type_name("S")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber.description(""));
+  cmd->footer(
+      "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"
+      "patches instead of images); png, png:LEVEL (default 6); webp, webp:EFFORT (lossless);\n"
+      "webp-lossy, webp-lossy:Q; jpeg, jpeg:Q (default 90); bmp; ppm; memcpy (the ceiling,\n"
+      "always added). Only codecs built into this dlprep are defaults (see dlprep --version).\n"
+      "--threads: comma-separated counts, e.g. 1,4. --max-seconds S: stop repeating a\n"
+      "measurement after S seconds of timed runs (0: never; one run is always timed).\n"
+      "\n"
+      "The images are decoded once, then each codec encodes and decodes the whole set, on one\n"
+      "thread and then on -j threads (a thread per image). Every decode is compared with the\n"
+      "original before its time counts: a lossless codec that differs stops the run (exit 3).\n"
+      "Ratios are compressed/raw bytes; MB/s are megabytes of raw (decoded) pixels per second,\n"
+      "median and best of the timed runs. memcpy is the ceiling.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep l3 bench photos/\n"
+      "  dlprep --json l3 bench photos/ --codecs l3,png --threads 1,4 --repeats 3 > bench.json\n");
+  return [options](const Globals& globals) { return run_bench(*options, globals); };
+}
+
+}  // namespace dlprep::cli

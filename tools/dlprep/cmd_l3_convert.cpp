@@ -1,0 +1,397 @@
+// dlprep l3 encode / dlprep l3 decode: images to L3 and back, file by file, in parallel.
+// Both share one driver: expand the inputs, name the outputs, skip those that are up to date,
+// convert each file on its own (a failing file is reported and the others go on), summarise.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "cmd_l3.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "image/codec.hpp"
+#include "inputs.hpp"
+#include "l3/format.hpp"
+#include "l3/l3.hpp"
+#include "output.hpp"
+
+namespace dlprep::cli {
+namespace {
+namespace fs = std::filesystem;
+
+enum class Direction { encode, decode };
+
+struct ConvertOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string patch = "auto";  // encode only
+  std::string to;              // decode only; empty: from the output's extension, else png
+  bool force = false;
+};
+
+// What happened to one input, for the summary and the JSON report.
+struct Outcome {
+  enum Status { pending, converted, skipped, failed } status = pending;
+  fs::path output;
+  uint64_t input_bytes = 0, output_bytes = 0, raw_bytes = 0;
+  ImageShape shape;
+  std::string error;
+};
+
+// The patch side from "--patch auto|N": 0 means auto (the paper's rule, applied per image).
+uint32_t parse_patch(const std::string& text) {
+  if (text == "auto") return 0;
+  uint32_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool power_of_two = value != 0 && (value & (value - 1)) == 0;
+  if (ec != std::errc() || end != text.data() + text.size() || !power_of_two ||
+      value < (1u << l3::kMinPatchLog2) || value > l3::kMaxPatch)
+    throw Error(Errc::invalid_argument, "--patch: '" + text +
+                                            "' is not auto or a power of two from " +
+                                            std::to_string(1u << l3::kMinPatchLog2) + " to " +
+                                            std::to_string(l3::kMaxPatch));
+  return value;
+}
+
+// The target format of decode: --to, else the extension of a single output file, else png.
+std::string decode_target(const ConvertOptions& options, const OutputPlan& plan) {
+  if (!options.to.empty()) return options.to;
+  if (!plan.to_directory() && !plan.to_stdout()) {
+    std::string ext = fs::path(options.output).extension().string();
+    if (!ext.empty()) ext.erase(0, 1);
+    for (const char* known : {"png", "ppm", "pgm", "bmp", "raw"})
+      if (ext == known && (ext == "raw" || image::find_codec(ext))) return ext;
+  }
+  return image::find_codec("png") ? "png" : "ppm";
+}
+
+// Checks that `target` can hold an image with `channels` channels before any work is done.
+void check_target(const std::string& target, uint32_t channels) {
+  if (target == "raw") return;
+  if (target == "pgm" && channels != 1)
+    throw Error(Errc::unsupported, "--to pgm holds 1-channel (gray) images; this one has " +
+                                       std::to_string(channels) +
+                                       " channels (use --to ppm or png)");
+  if (target == "ppm" && channels != 1 && channels != 3)
+    throw Error(Errc::unsupported, "--to ppm holds 1 or 3 channels; this one has " +
+                                       std::to_string(channels) + " (use --to png or raw)");
+  const image::Codec* codec = image::find_codec(target);
+  if (!codec)
+    throw Error(Errc::unsupported, "this dlprep was built without " + target + " support");
+  if (!codec->round_trips(channels))
+    throw Error(Errc::unsupported, target + " cannot store " + std::to_string(channels) +
+                                       "-channel images (use --to png or raw)");
+}
+
+std::string extension_of(const std::string& target, uint32_t channels) {
+  if (target == "raw") return "raw";
+  return image::find_codec(target)->extension(channels);
+}
+
+void write_output(const fs::path& path, ByteSpan bytes) {
+  if (path == "-") {
+    std::fflush(stdout);             // nothing buffered may land after the image
+    write_file_atomic(path, bytes);  // may block on a pipe: never under defer_interrupts()
+    return;
+  }
+  auto defer = defer_interrupts();
+  write_file_atomic(path, bytes);
+}
+
+class Converter {
+ public:
+  Converter(Direction direction, const ConvertOptions& options, const Globals& globals)
+      : direction_(direction),
+        options_(options),
+        globals_(globals),
+        command_(direction == Direction::encode ? "l3 encode" : "l3 decode") {}
+
+  int run();
+
+ private:
+  void convert_one(const InputFile& input, Outcome& outcome, unsigned threads);
+  // Claims an output path; two inputs writing the same output is an error for the second.
+  void claim(const fs::path& output, const InputFile& input);
+  void print_summary(double seconds) const;
+  Json report(double seconds) const;
+
+  Direction direction_;
+  const ConvertOptions& options_;
+  const Globals& globals_;
+  std::string command_;
+  uint32_t patch_ = 0;
+  std::string target_;
+  std::unique_ptr<OutputPlan> plan_;
+  std::vector<InputFile> inputs_;
+  std::vector<Outcome> outcomes_;
+  std::mutex claim_mutex_;
+  std::map<fs::path, fs::path> claimed_;
+};
+
+int Converter::run() {
+  bool encoding = direction_ == Direction::encode;
+  if (encoding) patch_ = parse_patch(options_.patch);
+  std::vector<std::string> empty_dirs;
+  // Walking a tree, encode takes every image that is not already L3; decode only L3 files.
+  inputs_ = collect_inputs(
+      options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
+      &empty_dirs);
+  for (const auto& dir : empty_dirs)
+    print_warning(globals_, command_,
+                  dir + (encoding ? ": no image files found" : ": no l3 files found"));
+  plan_ = std::make_unique<OutputPlan>(options_.output, inputs_);
+  if (plan_->to_stdout() && globals_.json)
+    throw Error(Errc::invalid_argument,
+                "--json cannot be used with -o - (standard output carries the image)");
+  if (!encoding) target_ = decode_target(options_, *plan_);
+  outcomes_.resize(inputs_.size());
+
+  // Files in parallel; threads left over (fewer files than -j) go to each file's patches.
+  size_t n = inputs_.size();
+  unsigned file_threads =
+      static_cast<unsigned>(std::min<size_t>(std::max<size_t>(n, 1), globals_.jobs));
+  unsigned patch_threads = std::max(1u, globals_.jobs / file_threads);
+  Progress progress(globals_, command_, n);
+  auto start = std::chrono::steady_clock::now();
+  parallel_for(n, file_threads, [&](size_t i) {
+    Outcome& outcome = outcomes_[i];
+    try {
+      convert_one(inputs_[i], outcome, patch_threads);
+    } catch (const Error& e) {
+      outcome.status = Outcome::failed;
+      outcome.error = with_path(inputs_[i].path, e).what();
+    } catch (const std::bad_alloc&) {
+      outcome.status = Outcome::failed;
+      outcome.error = display_path(inputs_[i].path) + ": out of memory";
+    } catch (const std::exception& e) {  // e.g. std::filesystem_error: still only this file
+      outcome.status = Outcome::failed;
+      outcome.error = display_path(inputs_[i].path) + ": " + e.what();
+    }
+    if (outcome.status == Outcome::failed) print_error(command_, outcome.error);
+    progress.step(1, outcome.raw_bytes);
+  });
+  progress.finish();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (globals_.json)
+    print_json(report(seconds));
+  else
+    print_summary(seconds);
+  int code = kExitOk;
+  for (const Outcome& o : outcomes_)
+    if (o.status == Outcome::failed) code = kExitFailure;
+  return code;
+}
+
+void Converter::claim(const fs::path& output, const InputFile& input) {
+  if (output == "-") return;
+  std::lock_guard lock(claim_mutex_);
+  auto [it, inserted] = claimed_.emplace(output.lexically_normal(), input.path);
+  if (!inserted)
+    throw Error(Errc::invalid_argument, "output " + output.string() + " is also written from " +
+                                            it->second.string() + "; skipped");
+}
+
+void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned threads) {
+  bool encoding = direction_ == Direction::encode;
+  std::unique_ptr<MappedFile> file;
+  if (encoding) {
+    outcome.output = plan_->output_for(input, "l3");
+  } else {
+    // The output's extension may depend on the channel count (ppm/pgm): read the header first.
+    file = std::make_unique<MappedFile>(input.path);
+    if (file->bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
+    const image::Codec* codec = image::sniff_codec(file->bytes());
+    if (!codec || codec->name() != "l3")
+      throw Error(Errc::unsupported,
+                  std::string("not an l3 file (") +
+                      (codec ? "format " + std::string(codec->name()) : "unknown format") + ")");
+    outcome.shape = l3::inspect(file->bytes()).shape;
+    check_target(target_, outcome.shape.channels);
+    outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
+  }
+  claim(outcome.output, input);
+  if (!options_.force && input.path != "-" && outcome.output != "-" &&
+      is_up_to_date(outcome.output, {input.path})) {
+    outcome.status = Outcome::skipped;
+    return;
+  }
+  if (!file) file = std::make_unique<MappedFile>(input.path);
+  ByteSpan in = file->bytes();
+  outcome.input_bytes = in.size();
+  Bytes out;
+  if (encoding) {
+    Image image = image::decode_any(in);
+    outcome.shape = image.shape();
+    outcome.raw_bytes = image.size_bytes();
+    out = l3::encode(image, {patch_, threads});
+  } else {
+    Image image = l3::decode(in, threads);
+    outcome.raw_bytes = image.size_bytes();
+    if (target_ == "raw") {
+      out.assign(image.data(), image.data() + image.size_bytes());
+    } else {
+      image::EncodeOptions encode_options;
+      encode_options.threads = threads;
+      out = image::find_codec(target_)->encode(image, encode_options);
+    }
+  }
+  write_output(outcome.output, out);
+  outcome.output_bytes = out.size();
+  outcome.status = Outcome::converted;
+  if (globals_.verbose > 0)
+    print_note(globals_, command_ + ": " + display_path(input.path) + " -> " +
+                             (outcome.output == "-" ? "<stdout>" : outcome.output.string()) + ": " +
+                             std::to_string(outcome.shape.width) + "x" +
+                             std::to_string(outcome.shape.height) + "x" +
+                             std::to_string(outcome.shape.channels) + ", " +
+                             format_bytes(outcome.input_bytes) + " -> " +
+                             format_bytes(outcome.output_bytes));
+}
+
+void Converter::print_summary(double seconds) const {
+  uint64_t converted = 0, skipped = 0, failed = 0, in = 0, out = 0;
+  for (const Outcome& o : outcomes_) {
+    if (o.status == Outcome::converted) {
+      ++converted;
+      in += o.input_bytes;
+      out += o.output_bytes;
+    }
+    skipped += o.status == Outcome::skipped;
+    failed += o.status == Outcome::failed;
+  }
+  std::string line = command_ + ": " + std::to_string(converted) +
+                     (converted == 1 ? " file " : " files ") +
+                     (direction_ == Direction::encode ? "encoded" : "decoded");
+  if (converted > 0) {
+    line += ", " + format_bytes(in) + " -> " + format_bytes(out);
+    if (in > 0) line += " (" + format_fixed(100.0 * double(out) / double(in), 1) + "%)";
+    line += " in " + format_fixed(seconds, 2) + " s";
+  }
+  if (skipped > 0) line += "; skipped " + std::to_string(skipped) + " up to date";
+  if (failed > 0) line += "; " + std::to_string(failed) + " failed";
+  print_note(globals_, line);
+}
+
+Json Converter::report(double seconds) const {
+  const char* done = direction_ == Direction::encode ? "encoded" : "decoded";
+  Json files = Json::array();
+  uint64_t converted = 0, skipped = 0, failed = 0, in = 0, out = 0;
+  for (size_t i = 0; i < outcomes_.size(); ++i) {
+    const Outcome& o = outcomes_[i];
+    Json f = {{"input", display_path(inputs_[i].path)}};
+    if (!o.output.empty()) f["output"] = o.output.string();
+    switch (o.status) {
+      case Outcome::converted:
+        ++converted;
+        in += o.input_bytes;
+        out += o.output_bytes;
+        f["status"] = done;
+        f["width"] = o.shape.width;
+        f["height"] = o.shape.height;
+        f["channels"] = o.shape.channels;
+        f["input_bytes"] = o.input_bytes;
+        f["output_bytes"] = o.output_bytes;
+        break;
+      case Outcome::skipped:
+        ++skipped;
+        f["status"] = "skipped";
+        break;
+      case Outcome::failed:
+      case Outcome::pending:
+        ++failed;
+        f["status"] = "failed";
+        f["error"] = o.error;
+        break;
+    }
+    files.push_back(std::move(f));
+  }
+  return {{"schema", direction_ == Direction::encode ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"},
+          {done, converted},
+          {"skipped", skipped},
+          {"failed", failed},
+          {"input_bytes", in},
+          {"output_bytes", out},
+          {"seconds", seconds},
+          {"files", files}};
+}
+
+void add_common_options(CLI::App* cmd, ConvertOptions& options, const char* input_help) {
+  cmd->add_option("INPUT", options.inputs, input_help)->required()->type_name("FILE|DIR|-");
+  cmd->add_option("-o,--output", options.output,
+                  "output file or directory (see below); - for stdout")
+      ->required()
+      ->type_name("OUT");
+  cmd->add_flag("-f,--force", options.force, "convert even if the output is up to date");
+}
+
+}  // namespace
+
+Action add_l3_encode_command(CLI::App& l3) {
+  auto options = std::make_shared<ConvertOptions>();
+  CLI::App* cmd =
+      l3.add_subcommand("encode", "encode images (png, jpeg, webp, bmp, ppm/pgm) to L3");
+  add_common_options(cmd, *options, "images, directories (walked recursively), - for stdin");
+  cmd->add_option("--patch", options->patch, "patch side: auto, or a power of two 8..256")
+      ->type_name("N|auto")
+      ->capture_default_str();
+  cmd->footer(
+      "Input formats (png, jpeg, webp, bmp, ppm/pgm) are recognised by their magic bytes, never\n"
+      "their names; in directories, files that are not images (and L3 files) are ignored.\n"
+      "OUT is the output file when there is one input file; it is a directory (mirroring the\n"
+      "input trees, with the extension .l3) when it exists, ends in '/', or there are several\n"
+      "inputs. --patch auto picks 32 up to HD (1280x720 pixels), 64 up to FHD, 128 above.\n"
+      "\n"
+      "Each output is written to a temporary file and renamed; an output newer than its input is\n"
+      "skipped unless --force. Files are encoded in parallel (-j); a single file uses the threads\n"
+      "over its patches. A file that fails is reported, the others go on, and the exit status\n"
+      "is 1.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep l3 encode photo.png -o photo.l3\n"
+      "  dlprep -j8 l3 encode dataset/train/ -o dataset-l3/train/\n"
+      "  convert in.jpg ppm:- | dlprep l3 encode - -o - > out.l3\n");
+  return [options](const Globals& globals) {
+    return Converter(Direction::encode, *options, globals).run();
+  };
+}
+
+Action add_l3_decode_command(CLI::App& l3) {
+  auto options = std::make_shared<ConvertOptions>();
+  CLI::App* cmd = l3.add_subcommand("decode", "decode L3 files to png, ppm/pgm, bmp or raw pixels");
+  add_common_options(cmd, *options, "L3 files, directories (walked recursively), - for stdin");
+  cmd->add_option("--to", options->to, "output format: png, ppm, pgm, bmp or raw (see below)")
+      ->type_name("FORMAT")
+      ->check(CLI::IsMember({"png", "ppm", "pgm", "bmp", "raw"}).description(""));
+  cmd->footer(
+      "Formats: png (1-4 channels), ppm (1 or 3 channels; 1 is written as pgm), pgm (1 channel),\n"
+      "bmp, raw (the HWC pixel bytes, no header). Default: the extension of a single output\n"
+      "file when it names one of these, else png. OUT is the output file when there is one\n"
+      "input file; it is a directory (mirroring the input trees) when it exists, ends in '/',\n"
+      "or there are several inputs. In directories only L3 files (by magic bytes) are decoded.\n"
+      "\n"
+      "Every patch checksum is checked while decoding; a corrupt file is reported by name and\n"
+      "leaves no output. Outputs are written atomically and skipped when up to date unless\n"
+      "--force.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep l3 decode photo.l3 -o photo.png\n"
+      "  dlprep l3 decode dataset-l3/ -o decoded/ --to bmp\n"
+      "  dlprep l3 decode photo.l3 -o - --to raw | python3 train.py\n");
+  return [options](const Globals& globals) {
+    return Converter(Direction::decode, *options, globals).run();
+  };
+}
+
+}  // namespace dlprep::cli

@@ -1,0 +1,146 @@
+// dlprep profile-mix DATASET: the format mix that balances storage against decode CPU
+// (man/dlprep-profile-mix.1). The work is lib/profile/profile_mix.cpp's.
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "dataset/target_spec.hpp"
+#include "output.hpp"
+#include "profile/profile_mix.hpp"
+#include "profile/report.hpp"
+
+namespace dlprep::cli {
+namespace {
+
+constexpr const char* kCommand = "profile-mix";
+
+struct ProfileMixOptions {
+  std::string dataset, formats, storage_bw = "measured", search = "lp", output, plot, work_dir;
+  size_t sample = 16;
+  double compute_rate = 0;
+  double pass_seconds = 2;
+  unsigned repeats = 1;
+  bool verify = true;
+  bool measure_sweep = false;
+};
+
+std::vector<dataset::TargetSpec> parse_formats(const std::string& text) {
+  std::vector<dataset::TargetSpec> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) throw Error(Errc::invalid_argument, "--formats: empty format name");
+    out.push_back(dataset::parse_target(item));
+  }
+  if (out.empty()) throw Error(Errc::invalid_argument, "--formats: no format given");
+  return out;
+}
+
+int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
+  profile::ProfileOptions p;
+  p.dataset = o.dataset;
+  if (!o.formats.empty()) p.formats = parse_formats(o.formats);
+  p.sample = o.sample;
+  if (o.storage_bw != "measured") p.storage_bytes_per_s = profile::parse_bandwidth(o.storage_bw);
+  p.compute_images_per_s = o.compute_rate;
+  p.search = o.search;
+  p.verify = o.verify;
+  p.measure_sweep = o.measure_sweep;
+  p.threads = globals.jobs;
+  p.pass_seconds = o.pass_seconds;
+  p.pass_repeats = o.repeats;
+  p.work_dir = o.work_dir;
+  if (!std::filesystem::exists(o.dataset))
+    throw Error(Errc::io, o.dataset + ": no such file or directory");
+  Progress progress(globals, kCommand, 0, "steps");
+  if (progress.enabled())
+    p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  profile::ProfileReport r = profile::profile_mix(p);
+  progress.finish();
+  std::string json = profile::report_to_json(r);
+  if (!o.output.empty()) {
+    auto hold = defer_interrupts();
+    write_file_atomic(o.output, ByteSpan(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
+  }
+  if (!o.plot.empty()) {
+    std::string svg = profile::plot_svg(r);
+    auto hold = defer_interrupts();
+    write_file_atomic(o.plot, ByteSpan(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
+  }
+  if (globals.json) {
+    print_json(Json::parse(json));
+  } else {
+    std::string table = profile::report_table(r);
+    std::fwrite(table.data(), 1, table.size(), stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Action add_profile_mix_command(CLI::App& app) {
+  auto o = std::make_shared<ProfileMixOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      kCommand, "find the mix of formats that balances storage against decode (Liquid)");
+  cmd->add_option("DATASET", o->dataset, "dlprep dataset, image folder tree, or list file")
+      ->required()
+      ->type_name("DATASET");
+  cmd->add_option("--formats", o->formats,
+                  "candidate formats, comma-separated (default: png,bmp,l3)")
+      ->type_name("FMT[:OPTS],...");
+  cmd->add_option("--sample", o->sample, "images probed and verified")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{100000}).description(""));
+  cmd->add_option("--storage-bw", o->storage_bw,
+                  "storage read bandwidth, e.g. 500MB/s, or 'measured' on the dataset's files")
+      ->type_name("BW")
+      ->capture_default_str();
+  cmd->add_option("--compute-rate", o->compute_rate,
+                  "training consumption ceiling in images/s (default: none)")
+      ->type_name("IMG/S")
+      ->check(CLI::PositiveNumber.description(""));
+  cmd->add_option("--search", o->search,
+                  "lp: exact optimum over all mixes; liquid: best of 11 PNG:BMP ratios")
+      ->type_name("lp|liquid")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"lp", "liquid"}).description(""));
+  cmd->add_flag("--verify,!--no-verify", o->verify,
+                "measure the chosen mix with a real throttled load+decode pass (default: on)");
+  cmd->add_flag("--measure-sweep", o->measure_sweep,
+                "also measure all 11 ratios of the two sweep formats (slow; for benchmarks)");
+  cmd->add_option("--pass-seconds", o->pass_seconds, "target length of each measured pass")
+      ->type_name("S")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0).description(""));
+  cmd->add_option("--repeats", o->repeats, "timed repeats of each measured pass (median)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100u).description(""));
+  cmd->add_option("-o,--output", o->output, "write the JSON report (dlprep.profile-mix/1) here")
+      ->type_name("FILE");
+  cmd->add_option("--plot", o->plot, "draw load, decode and their minimum across the ratio (SVG)")
+      ->type_name("FILE.svg");
+  cmd->add_option("--work-dir", o->work_dir,
+                  "where the temporary converted sample goes (default: the system temp folder)")
+      ->type_name("DIR");
+  cmd->footer(
+      "The sample (every N-th image, the same on every run) is converted to each candidate in a\n"
+      "temporary folder, deleted at the end. Per format it measures bytes per image and decode\n"
+      "CPU-seconds per image (one thread, median of 3); the decode workers are -j. The mix that\n"
+      "maximises min(storage / bytes, workers / CPU-seconds, --compute-rate) is computed exactly\n"
+      "and then verified: the sample, converted in that mix, is loaded through a reader that\n"
+      "bypasses the page cache (O_DIRECT) and is throttled to --storage-bw, and decoded by -j\n"
+      "workers. Pass the report's mix_text to convert-dataset --mix.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep -j8 profile-mix train/ --storage-bw 500MB/s -o mix.json --plot mix.svg\n"
+      "  dlprep profile-mix train/ --formats png,bmp --search liquid\n"
+      "  dlprep --json profile-mix train-ds/ --formats png,bmp,l3 --compute-rate 3000\n");
+  return [o](const Globals& globals) { return run_profile_mix(*o, globals); };
+}
+
+}  // namespace dlprep::cli

@@ -1,0 +1,76 @@
+#include "inputs.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+
+#include "core/error.hpp"
+
+namespace dlprep::cli {
+namespace fs = std::filesystem;
+
+const image::Codec* sniff_path(const fs::path& path) {
+  // 64 bytes cover every magic we know (the longest, WebP's RIFF....WEBP, needs 12).
+  std::array<char, 64> head{};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return nullptr;
+  in.read(head.data(), head.size());
+  auto n = static_cast<size_t>(in.gcount());
+  if (n == 0) return nullptr;
+  return image::sniff_codec(ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), n));
+}
+
+std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
+                                      std::vector<std::string>* empty_dirs) {
+  std::vector<InputFile> files;
+  for (const std::string& arg : args) {
+    std::error_code ec;
+    if (arg == "-" || !fs::is_directory(arg, ec)) {
+      files.push_back({arg, {}});
+      continue;
+    }
+    std::vector<InputFile> found;
+    fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec);
+    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+      std::error_code file_ec;
+      if (!it->is_regular_file(file_ec)) continue;
+      // Temp files of an interrupted run (".name.tmp.XXXXXX") are never inputs.
+      if (it->path().filename().string().starts_with(".")) continue;
+      const image::Codec* codec = sniff_path(it->path());
+      if (codec && keep(*codec)) found.push_back({it->path(), it->path().lexically_relative(arg)});
+    }
+    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+    std::sort(found.begin(), found.end(),
+              [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
+    if (found.empty() && empty_dirs) empty_dirs->push_back(arg);
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+OutputPlan::OutputPlan(const fs::path& out, const std::vector<InputFile>& inputs) : out_(out) {
+  bool several =
+      inputs.size() > 1 || std::any_of(inputs.begin(), inputs.end(),
+                                       [](const InputFile& f) { return !f.relative.empty(); });
+  if (out == "-") {
+    if (several)
+      throw Error(Errc::invalid_argument, "-o -: standard output takes one image, but " +
+                                              std::to_string(inputs.size()) + " inputs were given");
+    return;
+  }
+  std::error_code ec;
+  std::string s = out.string();
+  to_directory_ = several || (!s.empty() && s.back() == '/') || fs::is_directory(out, ec);
+}
+
+fs::path OutputPlan::output_for(const InputFile& input, const std::string& ext) const {
+  if (!to_directory_) return out_;
+  fs::path name = input.relative.empty() ? input.path.filename() : input.relative;
+  if (input.path == "-" || name.empty()) name = "stdin";
+  name.replace_extension(ext);
+  return out_ / name;
+}
+
+}  // namespace dlprep::cli

@@ -1,0 +1,52 @@
+// Turning the INPUT… arguments of a command into a list of files, and each file into the path
+// of its output (one file, several files into a directory, or whole trees mirrored).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "image/codec.hpp"
+
+namespace dlprep::cli {
+
+/// One file to process.
+struct InputFile {
+  std::filesystem::path path;      ///< as given, or found under a directory argument; "-" = stdin
+  std::filesystem::path relative;  ///< path below the directory argument; empty if given by name
+};
+
+/// Which files found while walking a directory are kept (named files are always kept, so that a
+/// file the user named but that is not an image is reported as an error, not silently skipped).
+using CodecFilter = std::function<bool(const image::Codec&)>;
+
+/// Expands the arguments: "-" and files as given; directories walked recursively in sorted order,
+/// keeping regular files whose magic bytes (never the name) match a codec accepted by `keep`.
+/// `empty_dirs` receives the directory arguments in which nothing was kept.
+/// Throws Error(io) when a directory cannot be read.
+std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
+                                      std::vector<std::string>* empty_dirs = nullptr);
+
+/// The codec whose magic bytes start the file, reading only its first bytes; nullptr if none or
+/// if it cannot be read.
+const image::Codec* sniff_path(const std::filesystem::path& path);
+
+/// How outputs are named. With one named input and an OUT that is not an existing directory and
+/// does not end in '/', OUT is the output file itself ("-" = stdout); otherwise OUT is a directory
+/// that receives NAME.EXT for named files and mirrors the tree of each directory argument.
+class OutputPlan {
+ public:
+  /// Throws Error(invalid_argument) for "-o -" with more than one input.
+  OutputPlan(const std::filesystem::path& out, const std::vector<InputFile>& inputs);
+  bool to_directory() const { return to_directory_; }
+  bool to_stdout() const { return out_ == "-"; }
+  /// The output path of an input, with extension `ext` (no dot) when OUT is a directory.
+  std::filesystem::path output_for(const InputFile& input, const std::string& ext) const;
+
+ private:
+  std::filesystem::path out_;
+  bool to_directory_ = false;
+};
+
+}  // namespace dlprep::cli

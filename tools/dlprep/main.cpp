@@ -1,0 +1,172 @@
+// dlprep: the command table, the global flags, and the one place that turns errors into exit
+// codes (man/dlprep.1, EXIT STATUS). Each subcommand lives in its own cmd_<name>.cpp.
+#include <cctype>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "output.hpp"
+#include "version.hpp"
+
+namespace dlprep::cli {
+
+// One line per subcommand (and its cmd_<name>.cpp in CMakeLists.txt): all it takes to add one.
+Action add_info_command(CLI::App& app);
+Action add_l3_command(CLI::App& app);
+Action add_criteo_preprocess_command(CLI::App& app);
+Action add_convert_dataset_command(CLI::App& app);
+Action add_dataset_command(CLI::App& app);
+Action add_profile_mix_command(CLI::App& app);
+
+constexpr Command kCommands[] = {
+    {"info", add_info_command},
+    {"l3", add_l3_command},
+    {"criteo-preprocess", add_criteo_preprocess_command},
+    {"convert-dataset", add_convert_dataset_command},
+    {"dataset", add_dataset_command},
+    {"profile-mix", add_profile_mix_command},
+};
+
+namespace {
+
+// "l3 encode": the chain of subcommands the parser entered (possibly only part of it when parsing
+// failed), for messages and the "try 'dlprep … --help'" hint.
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  const CLI::App* current = &app;
+  for (;;) {
+    auto subs = current->get_subcommands();
+    if (subs.empty()) break;
+    current = subs.front();
+    if (!path.empty()) path += ' ';
+    path += current->get_name();
+  }
+  return path;
+}
+
+// CLI11's messages start with a capital ("The following argument was not expected"); ours are
+// lower case.
+std::string lower_first(std::string message) {
+  if (message.size() > 1 && std::isupper(static_cast<unsigned char>(message[0])) &&
+      !std::isupper(static_cast<unsigned char>(message[1])))
+    message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  return message;
+}
+
+// CLI11 checks "a subcommand is required" before it complains about what it did not recognise;
+// name the word the user typed instead ("unknown command 'ifno'").
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
+  std::string message = e.what();
+  if (message.find("subcommand is required") == std::string::npos) return message;
+  CLI::App* current = &app;
+  while (!current->get_subcommands().empty()) current = current->get_subcommands().front();
+  // With fallthrough, words the subcommand did not take may sit with a parent.
+  std::vector<std::string> rest;
+  for (CLI::App* a = current; a && rest.empty(); a = a->get_parent()) rest = a->remaining();
+  std::string names;
+  std::function<bool(CLI::App*)> all = [](CLI::App*) { return true; };
+  for (const CLI::App* sub : current->get_subcommands(all))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  if (rest.empty()) return "a command is required (" + names + ")";
+  const std::string& word = rest.front();
+  if (!word.empty() && word[0] == '-') return "unknown option '" + word + "'";
+  return "unknown command '" + word + "' (commands: " + names + ")";
+}
+
+int usage_error(const std::string& path, const std::string& message) {
+  print_error(path, lower_first(message));
+  std::string hint = "try 'dlprep" + (path.empty() ? "" : " " + path) + " --help'\n";
+  std::fputs(hint.c_str(), stderr);
+  return kExitUsage;
+}
+
+int finish(int code) {
+  if (!close_stdout()) code = worse_exit(code, kExitFailure);
+  return code;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  install_interrupt_handler();
+
+  CLI::App app("dlprep: data preparation for deep-learning training", "dlprep");
+  app.get_formatter()->column_width(30);
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", version_string(),
+                       "print the version and the compiled-in features");
+
+  Globals globals;
+  app.add_flag("-q,--quiet", globals.quiet, "no progress, warnings or summaries on stderr");
+  app.add_flag("-v,--verbose", globals.verbose, "more detail on stderr (repeatable)");
+  app.add_flag("--json", globals.json, "print one JSON document on stdout instead of text");
+  app.add_option("-j,--jobs", globals.jobs, "threads to use (default: all cores)")
+      ->type_name("N")
+      ->check(CLI::Range(0u, 4096u).description(""));
+  app.add_option("--progress", globals.progress,
+                 "progress on stderr: auto (if a terminal), always, never")
+      ->type_name("WHEN")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}).description(""));
+  app.require_subcommand(1);
+  // Global flags also work after the subcommand: `dlprep l3 encode a.png -o a.l3 -j4`.
+  app.fallthrough();
+  app.footer(
+      "Global options go before or after the command. Results go to stdout, diagnostics and\n"
+      "progress to stderr. Exit status: 0 success, 1 failure, 2 usage error, 3 a check found\n"
+      "a difference, 77 device not available, 130 interrupted. See dlprep(1).\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep info photo.png\n"
+      "  dlprep -j8 l3 encode images/ -o images-l3/\n"
+      "  dlprep l3 verify images-l3/cat.l3 --against images/cat.png\n"
+      "  dlprep --json l3 bench images/ > bench.json\n");
+
+  std::vector<std::pair<std::string, Action>> actions;
+  for (const Command& command : kCommands) actions.emplace_back(command.name, command.add(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return finish(app.exit(e));
+  } catch (const CLI::ParseError& e) {
+    return finish(usage_error(command_path(app), parse_error_message(app, e)));
+  }
+  if (globals.jobs == 0) globals.jobs = hardware_threads();
+  if (globals.quiet) globals.verbose = 0;
+
+  std::string path = command_path(app);
+  int code = kExitFailure;
+  try {
+    const Action* action = nullptr;
+    for (const auto& [name, act] : actions)
+      if (app.get_subcommand(name)->parsed()) action = &act;
+    if (!action) throw Error(Errc::internal, "no subcommand was selected");
+    code = (*action)(globals);
+  } catch (const Error& e) {
+    if (e.code() == Errc::invalid_argument) {
+      code = usage_error(path, e.what());
+    } else {
+      print_error(path, e.what());
+      code = exit_code_for(e.code());
+    }
+  } catch (const std::bad_alloc&) {
+    print_error(path, "out of memory");
+    code = kExitFailure;
+  } catch (const std::exception& e) {
+    print_error(path, std::string("internal error: ") + e.what());
+    code = kExitFailure;
+  }
+  return finish(code);
+}
+
+}  // namespace dlprep::cli
+
+int main(int argc, char** argv) { return dlprep::cli::run(argc, argv); }

@@ -1,0 +1,319 @@
+#include "output.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "core/file_io.hpp"
+
+namespace dlprep::cli {
+namespace {
+
+// One lock for everything written to stderr, so that an error printed by a worker thread never
+// lands in the middle of a progress line.
+std::mutex g_stderr_mutex;
+Progress* g_active_progress = nullptr;
+
+void write_stderr(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stderr); }
+
+}  // namespace
+
+// Blanks the progress line (terminal) or ends it (pipe) before another line goes to stderr;
+// the next step() draws it again.
+void clear_progress_locked() {
+  Progress* p = g_active_progress;
+  if (!p || !p->drawn_) return;
+  if (p->tty_)
+    write_stderr("\r" + std::string(p->width_, ' ') + "\r");
+  else
+    write_stderr("\n");
+  p->drawn_ = false;
+}
+
+int exit_code_for(Errc code) noexcept {
+  switch (code) {
+    case Errc::invalid_argument:
+      return kExitUsage;
+    case Errc::mismatch:
+      return kExitMismatch;
+    case Errc::device_unavailable:
+      return kExitDeviceUnavailable;
+    case Errc::interrupted:
+      return kExitInterrupted;
+    case Errc::io:
+    case Errc::corrupt_data:
+    case Errc::unsupported:
+    case Errc::limit_exceeded:
+    case Errc::device_failure:
+    case Errc::internal:
+      return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+int item_exit_code(Errc code) noexcept {
+  return code == Errc::invalid_argument ? kExitFailure : exit_code_for(code);
+}
+
+int worse_exit(int a, int b) noexcept {
+  auto rank = [](int code) {
+    switch (code) {
+      case kExitOk:
+        return 0;
+      case kExitMismatch:
+        return 1;
+      case kExitUsage:
+        return 2;
+      case kExitDeviceUnavailable:
+        return 3;
+      case kExitFailure:
+        return 4;
+      case kExitInterrupted:
+        return 5;
+      default:
+        return 4;
+    }
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+std::string display_path(const std::filesystem::path& path) {
+  return path == "-" ? std::string("<stdin>") : path.string();
+}
+
+Error with_path(const std::filesystem::path& path, const Error& error) {
+  std::string shown = display_path(path);
+  std::string_view message = error.what();
+  if (message.starts_with(shown + ":") || message.starts_with(path.string() + ":")) return error;
+  return error.with_context(shown);
+}
+
+void print_error(std::string_view command, std::string_view message) {
+  std::string line = "dlprep: error: ";
+  if (!command.empty()) line.append(command).append(": ");
+  line.append(message).append("\n");
+  std::lock_guard lock(g_stderr_mutex);
+  clear_progress_locked();
+  write_stderr(line);
+}
+
+void print_warning(const Globals& globals, std::string_view command, std::string_view message) {
+  if (globals.quiet) return;
+  std::string line = "dlprep: warning: ";
+  if (!command.empty()) line.append(command).append(": ");
+  line.append(message).append("\n");
+  std::lock_guard lock(g_stderr_mutex);
+  clear_progress_locked();
+  write_stderr(line);
+}
+
+void print_note(const Globals& globals, std::string_view text) {
+  if (globals.quiet) return;
+  std::string line(text);
+  line.append("\n");
+  std::lock_guard lock(g_stderr_mutex);
+  clear_progress_locked();
+  write_stderr(line);
+}
+
+void print_json(const Json& document) {
+  // error_handler_t::replace: file names that are not UTF-8 must not abort the report.
+  std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+}
+
+void Table::print() const {
+  size_t columns = header_.size();
+  for (const auto& row : rows_) columns = std::max(columns, row.size());
+  std::vector<size_t> width(columns, 0);
+  // A column is right-aligned when every cell in it is a number ("12", "0.331", "1.10x", "-"),
+  // so that a file name that starts with a digit stays left-aligned.
+  std::vector<bool> numeric(columns, true);
+  auto is_number = [](const std::string& cell) {
+    if (cell == "-") return true;
+    if (cell.empty() || !std::isdigit(static_cast<unsigned char>(cell[0]))) return false;
+    size_t end = cell.back() == 'x' ? cell.size() - 1 : cell.size();
+    for (size_t i = 0; i < end; ++i)
+      if (!std::isdigit(static_cast<unsigned char>(cell[i])) && cell[i] != '.') return false;
+    return true;
+  };
+  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  for (const auto& row : rows_)
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+      if (!row[i].empty() && !is_number(row[i])) numeric[i] = false;
+    }
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      size_t pad = width[i] - row[i].size();
+      if (i > 0) line += "  ";
+      if (numeric[i]) line.append(pad, ' ');
+      line.append(row[i]);
+      if (!numeric[i]) line.append(pad, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << '\n';
+  };
+  emit(header_);
+  for (const auto& row : rows_) emit(row);
+}
+
+std::string format_fixed(double value, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+  return buf;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  if (bytes < 1000) return std::to_string(bytes) + " B";
+  static const char* kUnits[] = {"kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1000 && u < 3) {
+    v /= 1000;
+    ++u;
+  }
+  return format_fixed(v, v < 10 ? 2 : v < 100 ? 1 : 0) + " " + kUnits[u];
+}
+
+namespace {
+
+std::string format_eta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  auto s = static_cast<uint64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%llu:%02llu:%02llu", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>(s / 60 % 60),
+                  static_cast<unsigned long long>(s % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llu:%02llu", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  return buf;
+}
+
+// A few refreshes per second: fast enough to look alive, rare enough to cost nothing.
+constexpr auto kRefresh = std::chrono::milliseconds(250);
+
+}  // namespace
+
+Progress::Progress(const Globals& globals, std::string what, uint64_t total, std::string unit)
+    : what_(std::move(what)), unit_(std::move(unit)), total_(total) {
+  tty_ = ::isatty(STDERR_FILENO) == 1;
+  enabled_ =
+      !globals.quiet && (globals.progress == "always" || (globals.progress == "auto" && tty_));
+  start_ = last_draw_ = std::chrono::steady_clock::now();
+  if (enabled_) {
+    std::lock_guard lock(g_stderr_mutex);
+    g_active_progress = this;
+  }
+}
+
+Progress::~Progress() { finish(); }
+
+void Progress::step(uint64_t items, uint64_t bytes) {
+  if (!enabled_) return;
+  std::lock_guard lock(g_stderr_mutex);
+  done_ += items;
+  bytes_ += bytes;
+  draw_locked(false);
+}
+
+void Progress::set(uint64_t done, uint64_t total) {
+  if (!enabled_) return;
+  std::lock_guard lock(g_stderr_mutex);
+  done_ = done;
+  total_ = total;
+  draw_locked(false);
+}
+
+void Progress::draw_locked(bool force) {
+  auto now = std::chrono::steady_clock::now();
+  if (!force && now - last_draw_ < kRefresh) return;
+  last_draw_ = now;
+  double elapsed = std::chrono::duration<double>(now - start_).count();
+  std::string line = what_ + ": " + std::to_string(done_);
+  if (total_ > 0) line += "/" + std::to_string(total_);
+  line += " " + unit_;
+  if (elapsed > 0) {
+    line += ", " + format_fixed(static_cast<double>(done_) / elapsed, 1) + " " + unit_ + "/s";
+    if (bytes_ > 0)
+      line += ", " + format_fixed(static_cast<double>(bytes_) / 1e6 / elapsed, 1) + " MB/s";
+  }
+  if (total_ > 0 && done_ > 0 && done_ < total_)
+    line += ", eta " +
+            format_eta(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+  std::string out = "\r" + line;
+  if (line.size() < width_) out.append(width_ - line.size(), ' ');
+  width_ = line.size();
+  write_stderr(out);
+  drawn_ = true;
+}
+
+void Progress::finish() {
+  if (!enabled_) return;
+  std::lock_guard lock(g_stderr_mutex);
+  if (!tty_) draw_locked(true);  // a log keeps the final count
+  clear_progress_locked();
+  if (g_active_progress == this) g_active_progress = nullptr;
+  enabled_ = false;
+}
+
+namespace {
+std::shared_mutex g_output_mutex;
+}  // namespace
+
+std::shared_lock<std::shared_mutex> defer_interrupts() {
+  return std::shared_lock<std::shared_mutex>(g_output_mutex);
+}
+
+void install_interrupt_handler() {
+  // A thread that waits for the signals (blocked everywhere else) can take locks, unlike a signal
+  // handler: that is what lets it wait for a temp file to be registered or renamed, so no worker
+  // is ever caught between creating its temp file and registering it for cleanup.
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0) {
+    }
+    std::unique_lock lock(g_output_mutex);
+    dlprep::remove_pending_temp_files();
+    ::_exit(sig == SIGINT ? kExitInterrupted : 128 + sig);
+  }).detach();
+}
+
+bool close_stdout() {
+  errno = 0;
+  std::cout.flush();
+  bool ok = !std::cout.fail();
+  int err = ok ? 0 : errno;
+  if (std::fflush(stdout) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (std::ferror(stdout)) ok = false;
+  if (std::fclose(stdout) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    std::string message = "write failed on standard output";
+    if (err != 0) message += std::string(": ") + std::strerror(err);
+    print_error("", message);
+  }
+  return ok;
+}
+
+}  // namespace dlprep::cli

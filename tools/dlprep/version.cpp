@@ -1,0 +1,36 @@
+// The one file of tools/ that knows which optional features were built: CMake passes
+// DLPREP_VERSION and DLPREP_HAVE_<FEATURE>=0|1 to this file only.
+#include "version.hpp"
+
+#if DLPREP_HAVE_CUDA
+#include "core/device_info.hpp"
+#endif
+
+namespace dlprep::cli {
+
+std::string version_string() {
+  std::string features;
+  auto add = [&](const std::string& feature) {
+    if (!features.empty()) features += ' ';
+    features += feature;
+  };
+#if DLPREP_HAVE_PNG
+  add("png");
+#endif
+#if DLPREP_HAVE_JPEG
+  add("jpeg");
+#endif
+#if DLPREP_HAVE_WEBP
+  add("webp");
+#endif
+  add("l3");
+#if DLPREP_HAVE_CUDA
+  add("cuda=" + dlprep::cuda::runtime_version());
+#endif
+#if DLPREP_HAVE_XRT
+  add("xrt");
+#endif
+  return std::string("dlprep ") + DLPREP_VERSION + " (" + features + ")";
+}
+
+}  // namespace dlprep::cli

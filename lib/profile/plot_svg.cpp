@@ -100,8 +100,11 @@ std::string plot_svg(const ProfileReport& r) {
          escape("profile-mix: " + a + " : " + b + " mix — " + r.dataset) + "</text>\n";
   svg += "<text x=\"" + num(kLeft) + "\" y=\"48\" fill=\"#555\">" +
          escape("storage " + label_number(r.resources.storage_bytes_per_s / 1e6) + " MB/s (" +
-                r.storage_source + "), " + label_number(r.resources.decode_workers) +
-                " decode workers, sample of " + std::to_string(r.sample_images) + " images") +
+                r.storage_source + "), -j" + std::to_string(r.jobs) + " decode workers" +
+                (r.decode_workers_source == "measured"
+                     ? " getting " + label_number(r.resources.decode_workers) + " cores"
+                     : std::string()) +
+                ", sample of " + std::to_string(r.sample_images) + " images") +
          "</text>\n";
   svg += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) +
          "\" width=\"" + num(kPlotW) + "\" height=\"" + num(kPlotH) + "\"/></clipPath></defs>\n";
@@ -223,6 +226,12 @@ std::string plot_svg(const ProfileReport& r) {
   svg += "<circle cx=\"" + num(lx + 14) + "\" cy=\"" + num(ly) +
          "\" r=\"7\" fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"3\"/>\n";
   svg += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 4) + "\">chosen mix</text>\n";
+  if (r.measured && on_axis) {
+    ly += 24;
+    svg += "<rect x=\"" + num(lx + 9) + "\" y=\"" + num(ly - 5) +
+           "\" width=\"10\" height=\"10\" fill=\"#2ca02c\"/>\n";
+    svg += "<text x=\"" + num(lx + 36) + "\" y=\"" + num(ly + 4) + "\">chosen, measured</text>\n";
+  }
   svg += "</svg>\n";
   return svg;
 }

@@ -43,8 +43,8 @@ struct ProbedFormat {
 /// Encodes the sample in `target` (on `threads` threads; a source already in the format without
 /// explicit options is used as is, as convert-dataset does), checks that lossless formats decode
 /// back to the same pixels, and measures the decode CPU time of each file on one thread: CPU
-/// seconds of the calling thread (robust to neighbours on a shared machine), `timing.warmup`
-/// untimed runs, then the median of `timing.repeats`. Throws Error(unsupported) for a codec not
+/// seconds of the calling thread (robust to neighbours on a shared machine), after the untimed
+/// check decode `timing.warmup` more untimed runs, then the median of `timing.repeats`. Throws Error(unsupported) for a codec not
 /// built in, Error(internal) when a lossless round trip differs.
 ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset::TargetSpec& target,
                           unsigned threads, const TimingParams& timing);

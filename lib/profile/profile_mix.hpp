@@ -23,6 +23,9 @@ struct ProfileOptions {
   double compute_images_per_s = 0;  ///< 0: no ceiling
   std::string search = "lp";        ///< "lp" (exact optimum) or "liquid" (11 ratios of 2 formats)
   bool verify = true;               ///< run the measured pass of the chosen mix
+  /// When the verification pass is decode-bound below the prediction (a shared machine), re-solve
+  /// with the cores the decoders really got and measure that mix too (see ProfileReport).
+  bool refine = true;
   bool measure_sweep = false;       ///< also measure all 11 points of the two-format sweep
   unsigned threads = 1;             ///< decode workers (-j); also used to encode the sample
   /// Length each measured pass aims for (it loops over the sample as often as needed).

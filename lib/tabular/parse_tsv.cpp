@@ -37,8 +37,10 @@ inline bool all_hex(uint64_t x) {
   constexpr uint64_t k = 0x0101010101010101ull;
   constexpr uint64_t high = 0x80 * k;
   if (x & high) return false;
-  uint64_t l = x | (0x20 * k);  // upper case to lower case; digits are unchanged
-  uint64_t digit = ((l + (0x80 - 0x30) * k) & ~(l + (0x80 - 0x3A) * k)) & high;
+  // Digits are tested on x itself: folding first would also turn the control bytes 0x10-0x19
+  // into '0'-'9' (found by tests/fuzz/fuzz_criteo_tsv).
+  uint64_t digit = ((x + (0x80 - 0x30) * k) & ~(x + (0x80 - 0x3A) * k)) & high;
+  uint64_t l = x | (0x20 * k);  // upper case to lower case: only 'A'-'F' fold onto 'a'-'f'
   uint64_t letter = ((l + (0x80 - 0x61) * k) & ~(l + (0x80 - 0x67) * k)) & high;
   return (digit | letter) == high;
 }

@@ -24,7 +24,9 @@ struct ProfileMixOptions {
   double compute_rate = 0;
   double pass_seconds = 2;
   unsigned repeats = 1;
-  bool verify = true;
+  bool no_verify = false;
+  bool no_refine = false;
+  bool verify_flag = false, refine_flag = false;  ///< the defaults, spelled out
   bool measure_sweep = false;
 };
 
@@ -47,8 +49,9 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   if (o.storage_bw != "measured") p.storage_bytes_per_s = profile::parse_bandwidth(o.storage_bw);
   p.compute_images_per_s = o.compute_rate;
   p.search = o.search;
-  p.verify = o.verify;
+  p.verify = !o.no_verify;
   p.measure_sweep = o.measure_sweep;
+  p.refine = !o.no_refine;
   p.threads = globals.jobs;
   p.pass_seconds = o.pass_seconds;
   p.pass_repeats = o.repeats;
@@ -108,8 +111,17 @@ Action add_profile_mix_command(CLI::App& app) {
       ->type_name("lp|liquid")
       ->capture_default_str()
       ->check(CLI::IsMember({"lp", "liquid"}).description(""));
-  cmd->add_flag("--verify,!--no-verify", o->verify,
-                "measure the chosen mix with a real throttled load+decode pass (default: on)");
+  // Separate flags (not CLI11's "--verify,!--no-verify") so that --help lists each on its own.
+  auto* verify = cmd->add_flag("--verify", o->verify_flag, std::string("measure the chosen mix with a real throttled "
+                                           "load+decode pass (the default)"));
+  auto* no_verify = cmd->add_flag("--no-verify", o->no_verify, "only predict");
+  verify->excludes(no_verify);
+  auto* refine = cmd->add_flag("--refine", o->refine_flag, std::string(
+                               "if the verified mix is decode-bound short of the prediction (a busy "
+                               "machine), re-solve with the cores the decoders really got and "
+                               "measure again (the default)"));
+  auto* no_refine = cmd->add_flag("--no-refine", o->no_refine, "keep the first mix");
+  refine->excludes(no_refine);
   cmd->add_flag("--measure-sweep", o->measure_sweep,
                 "also measure all 11 ratios of the two sweep formats (slow; for benchmarks)");
   cmd->add_option("--pass-seconds", o->pass_seconds, "target length of each measured pass")
@@ -130,11 +142,12 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->footer(
       "The sample (every N-th image, the same on every run) is converted to each candidate in a\n"
       "temporary folder, deleted at the end. Per format it measures bytes per image and decode\n"
-      "CPU-seconds per image (one thread, median of 3); the decode workers are -j. The mix that\n"
-      "maximises min(storage / bytes, workers / CPU-seconds, --compute-rate) is computed exactly\n"
-      "and then verified: the sample, converted in that mix, is loaded through a reader that\n"
-      "bypasses the page cache (O_DIRECT) and is throttled to --storage-bw, and decoded by -j\n"
-      "workers. Pass the report's mix_text to convert-dataset --mix.\n"
+      "CPU-seconds per image (one thread; a checked warm-up decode, then the median of 3); the\n"
+      "decode workers are -j. The mix that maximises min(storage / bytes, workers / CPU-seconds,\n"
+      "--compute-rate) is computed exactly and then verified: the sample, converted in that mix,\n"
+      "is loaded through a reader that bypasses the page cache (O_DIRECT) and is throttled to\n"
+      "--storage-bw, and decoded by -j workers. Pass the report's mix_text to\n"
+      "convert-dataset --mix.\n"
       "\n"
       "Examples:\n"
       "  dlprep -j8 profile-mix train/ --storage-bw 500MB/s -o mix.json --plot mix.svg\n"

@@ -10,6 +10,7 @@ expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,gif
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,png
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --sample 0
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --compute-rate -5
+expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --verify --no-verify
 dlprep profile-mix "$SAMPLE_DATA/images" --search simplex 2>err.txt || true
 grep -q "try 'dlprep profile-mix --help'" err.txt || fail "no hint: $(cat err.txt)"
 expect_exit 1 dlprep profile-mix does-not-exist --storage-bw 50MB/s -o r.json

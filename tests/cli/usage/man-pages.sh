@@ -4,7 +4,7 @@
 # no option that does not exist.
 man_dir="$CLI_TESTS/../../man"
 command -v man >/dev/null || exit 0
-for page in dlprep.1 dlprep-info.1 dlprep-l3.1; do
+for page in $(cd "$man_dir" && ls dlprep*.[15]); do
   man --warnings -l "$man_dir/$page" 2>warnings.txt >/dev/null || fail "$page does not render"
   [ ! -s warnings.txt ] || fail "$page: $(cat warnings.txt)"
 done
@@ -12,9 +12,10 @@ done
 options_of() {
   dlprep "$@" --help | grep -Eo '^ +(-[a-zA-Z],)?--[a-z][a-z-]*' | grep -Eo -- '--[a-z-]+' | sort -u
 }
-# man_options PAGE: the long options a page mentions (roff writes \-\-name).
+# man_options PAGE: the long options a page mentions (roff writes \-\-name), outside the
+# example blocks (.nf/.fi), which may show other tools' options (sbatch --array).
 man_options() {
-  sed 's/\\-/-/g' "$man_dir/$1" | grep -Eo -- '--[a-z][a-z-]*' | sort -u
+  sed '/^\.nf/,/^\.fi/d; s/\\-/-/g' "$man_dir/$1" | grep -Eo -- '--[a-z][a-z-]*' | sort -u
 }
 # all_commands [PREFIX...]: "" and every command and subcommand path, one per line.
 all_commands() {
@@ -27,7 +28,8 @@ all_commands() {
 check_page() {
   local page=$1
   shift
-  local listed=$(for cmd in "$@"; do options_of $cmd; done | sort -u)
+  # --help is on every command and documented once, in dlprep(1).
+  local listed=$(for cmd in "$@"; do options_of $cmd; done | grep -vx -- --help | sort -u)
   local documented=$(man_options "$page")
   # (here-strings, not pipes: grep -q exits early, and pipefail would count the writer's SIGPIPE)
   for opt in $listed; do
@@ -42,3 +44,7 @@ check_page() {
 check_page dlprep.1 ""
 check_page dlprep-info.1 info
 check_page dlprep-l3.1 "l3 encode" "l3 decode" "l3 verify" "l3 bench"
+check_page dlprep-convert-dataset.1 convert-dataset
+check_page dlprep-dataset.1 "dataset info" "dataset verify" "dataset merge"
+check_page dlprep-profile-mix.1 profile-mix
+check_page dlprep-criteo-preprocess.1 criteo-preprocess

@@ -59,6 +59,20 @@ TEST_CASE("a report survives a JSON round trip") {
   CHECK(back.sweep[4].measured_images_per_s == 40);
   CHECK(back.sweep[5].measured_images_per_s < 0);
   CHECK(back.mix_text() == r.mix_text());
+  CHECK(!back.first_measured);
+  CHECK(report_to_json(back) == text);
+
+  // A re-solved report keeps the first mix and its pass.
+  r.decode_workers_source = "measured";
+  r.resources.decode_workers = 0.8;
+  r.first_mix = {0.5, 0.5};
+  r.first_measured = MeasuredThroughput{20, 2, 40, 1e8, 0.8};
+  text = report_to_json(r);
+  back = report_from_json(text);
+  CHECK(back.decode_workers_source == "measured");
+  CHECK(back.first_mix == r.first_mix);
+  REQUIRE(back.first_measured);
+  CHECK(back.first_measured->decode_cores == 0.8);
   CHECK(report_to_json(back) == text);
 }
 

@@ -116,6 +116,14 @@ TEST_CASE("malformed rows are reported with the field and the problem") {
   CHECK(problem("0\t1\t2").find("too few fields (3, expected 40)") != std::string::npos);
   CHECK(problem("").find("too few fields") != std::string::npos);
   CHECK(problem(make_row("0", {"1\r2"}, {})).find("0x0d") != std::string::npos);
+  // Control bytes 0x10-0x19 in an 8-character field once passed the fast path as '0'-'9'
+  // (found by fuzz_criteo_tsv): every non-hex byte at every position must be rejected.
+  for (int pos = 0; pos < 8; ++pos)
+    for (int byte : {0x10, 0x12, 0x19, 0x3a, 0x40, 0x47, 0x60, 0x67, 0x80, 0xff}) {
+      std::string field = "b28479f6";
+      field[pos] = static_cast<char>(byte);
+      CHECK(problem(make_row("0", {}, {field})).find("C1") != std::string::npos);
+    }
 }
 
 TEST_CASE("skipping resynchronises at the next line and counts every bad row") {

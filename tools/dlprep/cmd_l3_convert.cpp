@@ -22,6 +22,7 @@
 #include "core/parallel.hpp"
 #include "image/codec.hpp"
 #include "inputs.hpp"
+#include "l3/batch_decode.hpp"
 #include "l3/format.hpp"
 #include "l3/l3.hpp"
 #include "output.hpp"
@@ -37,6 +38,7 @@ struct ConvertOptions {
   std::string output;
   std::string patch = "auto";  // encode only
   std::string to;              // decode only; empty: from the output's extension, else png
+  std::string device = "cpu";  // decode only: cpu, cuda or auto
   bool force = false;
 };
 
@@ -121,6 +123,7 @@ class Converter {
 
  private:
   void convert_one(const InputFile& input, Outcome& outcome, unsigned threads);
+  Image decode_on_device(ByteSpan file);
   // Claims an output path; two inputs writing the same output is an error for the second.
   void claim(const fs::path& output, const InputFile& input);
   void print_summary(double seconds) const;
@@ -137,7 +140,21 @@ class Converter {
   std::vector<Outcome> outcomes_;
   std::mutex claim_mutex_;
   std::map<fs::path, fs::path> claimed_;
+  // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
+  // serialised); null for the CPU path, which decodes each file with its own threads.
+  std::unique_ptr<l3::BatchDecoder> device_decoder_;
+  std::mutex device_mutex_;
 };
+
+Image Converter::decode_on_device(ByteSpan file) {
+  std::lock_guard lock(device_mutex_);
+  ByteSpan files[] = {file};
+  l3::BatchPlan plan;
+  Bytes pixels = device_decoder_->decode(files, &plan);
+  Image image(l3::inspect(file).shape);
+  std::memcpy(image.data(), pixels.data(), image.size_bytes());
+  return image;
+}
 
 int Converter::run() {
   bool encoding = direction_ == Direction::encode;
@@ -155,6 +172,12 @@ int Converter::run() {
     throw Error(Errc::invalid_argument,
                 "--json cannot be used with -o - (standard output carries the image)");
   if (!encoding) target_ = decode_target(options_, *plan_);
+  if (!encoding && options_.device != "cpu") {
+    // Before any file: an unavailable device is one clear error (exit 77), not one per file.
+    device_decoder_ = l3::make_batch_decoder(l3::parse_decode_device(options_.device));
+    if (device_decoder_->device_name() == "cpu") device_decoder_.reset();
+    else if (globals_.verbose > 0) print_note(globals_, command_ + ": decoding on the cuda device");
+  }
   outcomes_.resize(inputs_.size());
 
   // Files in parallel; threads left over (fewer files than -j) go to each file's patches.
@@ -237,7 +260,7 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
     outcome.raw_bytes = image.size_bytes();
     out = l3::encode(image, {patch_, threads});
   } else {
-    Image image = l3::decode(in, threads);
+    Image image = device_decoder_ ? decode_on_device(in) : l3::decode(in, threads);
     outcome.raw_bytes = image.size_bytes();
     if (target_ == "raw") {
       out.assign(image.data(), image.data() + image.size_bytes());
@@ -374,6 +397,11 @@ Action add_l3_decode_command(CLI::App& l3) {
   cmd->add_option("--to", options->to, "output format: png, ppm, pgm, bmp or raw (see below)")
       ->type_name("FORMAT")
       ->check(CLI::IsMember({"png", "ppm", "pgm", "bmp", "raw"}).description(""));
+  cmd->add_option("--device", options->device,
+                  "where to decode: cpu, cuda, or auto (cuda when a device is present)")
+      ->type_name("DEVICE")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}).description(""))
+      ->default_str("cpu");
   cmd->footer(
       "Formats: png (1-4 channels), ppm (1 or 3 channels; 1 is written as pgm), pgm (1 channel),\n"
       "bmp, raw (the HWC pixel bytes, no header). Default: the extension of a single output\n"
@@ -384,6 +412,10 @@ Action add_l3_decode_command(CLI::App& l3) {
       "Every patch checksum is checked while decoding; a corrupt file is reported by name and\n"
       "leaves no output. Outputs are written atomically and skipped when up to date unless\n"
       "--force.\n"
+      "\n"
+      "--device cuda decodes on the GPU (checked against the CPU decoder in the tests); without\n"
+      "CUDA in this build or without a device it exits 77 with the reason.\n"
+      "DLPREP_FORCE_DEVICE=cpu|cuda overrides --device.\n"
       "\n"
       "Examples:\n"
       "  dlprep l3 decode photo.l3 -o photo.png\n"

@@ -1,5 +1,8 @@
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
+#include "core/cuda_check.hpp"
 #include "core/device_info.hpp"
 
 namespace dlprep::cuda {
@@ -22,6 +25,20 @@ std::string unavailable_reason() noexcept {
   } catch (...) {
     return "no usable CUDA device";
   }
+}
+
+std::string device_description() {
+  int device = 0, driver = 0;
+  DLPREP_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  DLPREP_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  DLPREP_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  char text[512];
+  std::snprintf(text, sizeof text, "%s, sm_%d%d, %d SMs, %.1f GiB, CUDA runtime %s, driver %d.%d",
+                p.name, p.major, p.minor, p.multiProcessorCount,
+                static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+                runtime_version().c_str(), driver / 1000, driver % 1000 / 10);
+  return text;
 }
 
 }  // namespace dlprep::cuda

@@ -11,4 +11,8 @@ std::string runtime_version();
 /// Empty when a CUDA device can be used; otherwise why not (no driver, no device…). Never throws.
 std::string unavailable_reason() noexcept;
 
+/// The current device for reports: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB, CUDA
+/// runtime 13.0, driver 13.0". Throws Error(device_failure) when the device cannot be queried.
+std::string device_description();
+
 }  // namespace dlprep::cuda

@@ -64,6 +64,9 @@ void register_pending_locked(const std::string& path) {
   // too many at once: still atomic, just not cleaned up on SIGINT
 }
 
+// Live TempDirectory paths (removed by the signal thread, which may take locks and allocate).
+std::vector<std::string> g_pending_dirs;
+
 void unregister_pending(const std::string& path) {
   std::lock_guard lock(g_pending_mutex);
   for (int i = 0; i < kMaxPending; ++i)
@@ -209,10 +212,39 @@ void write_file_atomic(const fs::path& path, ByteSpan bytes) {
   f.commit();
 }
 
+TempDirectory::TempDirectory(const fs::path& parent, const std::string& prefix) {
+  std::error_code ec;
+  fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
+  if (ec) throw Error(Errc::io, "no temporary directory: " + ec.message());
+  std::lock_guard lock(g_pending_mutex);  // registered before anything can be written into it
+  for (unsigned k = 0;; ++k) {
+    path_ = base / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(k));
+    if (fs::create_directories(path_, ec)) break;
+    if (ec || k > 100)
+      throw Error(Errc::io, path_.string() + ": cannot create the work folder" +
+                                (ec ? ": " + ec.message() : std::string()));
+  }
+  g_pending_dirs.push_back(path_.string());
+}
+
+TempDirectory::~TempDirectory() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  std::lock_guard lock(g_pending_mutex);
+  std::erase(g_pending_dirs, path_.string());
+}
+
 void remove_pending_temp_files() noexcept {
   g_pending_mutex.lock();  // held until exit: no new temp file can appear after the cleanup
   for (int i = 0; i < kMaxPending; ++i)
     if (g_pending_used[i].load()) ::unlink(g_pending[i]);
+  // A worker may still rename a finished file into a directory being removed; retry a few times.
+  for (const std::string& dir : g_pending_dirs)
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+      if (!ec) break;
+    }
 }
 
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {

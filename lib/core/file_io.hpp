@@ -59,9 +59,24 @@ class AtomicFile {
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
 
-/// Unlinks every temp file of a live AtomicFile and keeps new ones from being created: call it
-/// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so
-/// not from a signal handler).
+/// A new private directory `parent`/PREFIX-PID-K (parent: the system temp directory when empty)
+/// for scratch files. It is removed with everything in it when destroyed, and by
+/// remove_pending_temp_files when the process is interrupted. Throws Error(io).
+class TempDirectory {
+ public:
+  TempDirectory(const std::filesystem::path& parent, const std::string& prefix);
+  ~TempDirectory();
+  TempDirectory(const TempDirectory&) = delete;
+  TempDirectory& operator=(const TempDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory, and keeps new
+/// ones from being created: call it just before exiting on a signal, from the thread that waits
+/// for signals (it takes a lock, so not from a signal handler).
 void remove_pending_temp_files() noexcept;
 
 /// True when `output` exists and is newer than or as new as every input (make's rule).

@@ -10,6 +10,9 @@
 // no older than its source; files made with other options were removed at the start (see
 // run()). Its record is reused from the previous index when the file is unchanged since that
 // index was written, else rebuilt by reading the file.
+// Tar layout (--shards): converted samples are kept in memory for their batch and appended in
+// source order to the open shard; what an earlier run wrote is found and kept by TarShards
+// (tar_shards.hpp has its rule).
 #include "dataset/convert.hpp"
 
 #include <sys/stat.h>
@@ -29,6 +32,7 @@
 #include "core/parallel.hpp"
 #include "dataset/assign.hpp"
 #include "dataset/sample_source.hpp"
+#include "dataset/tar_shards.hpp"
 #include "image/codec.hpp"
 
 namespace dlprep::dataset {
@@ -52,6 +56,10 @@ struct Work {
   Errc code = Errc::internal;
   std::string error;
   uint64_t source_bytes = 0, output_bytes = 0;
+  // Tar layout: the sample as found in an earlier run's shard, or its member name and bytes.
+  std::optional<KeptSample> kept;
+  std::string member;
+  Bytes data;
 };
 
 // The previous index, read in step with the new one.
@@ -93,6 +101,8 @@ class Engine {
   template <typename Fn>
   void for_each_batch(const SampleSource& source, Fn&& fn);
   void process(Work& w) const;
+  bool keep_member(Work& w) const;
+  const image::Codec* target_codec(size_t target) const;
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
@@ -103,7 +113,12 @@ class Engine {
   Manifest manifest_;
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
   std::optional<int64_t> old_index_mtime_;
+  std::unique_ptr<TarShards> tar_;  // the tar layout's shards, null for the file tree
 };
+
+const image::Codec* Engine::target_codec(size_t target) const {
+  return image::find_codec(o_.mix[target].target.format);
+}
 
 template <typename Fn>
 void Engine::for_each_batch(const SampleSource& source, Fn&& fn) {
@@ -150,6 +165,7 @@ void Engine::prepare_destination() {
 
 ConvertResult Engine::run() {
   if (o_.mix.empty()) throw Error(Errc::invalid_argument, "no target format");
+  image::check_transform(o_.transform);
   if (o_.shard_count == 0 || o_.shard_index >= o_.shard_count)
     throw Error(Errc::invalid_argument, "bad shard " + std::to_string(o_.shard_index) + "/" +
                                             std::to_string(o_.shard_count));
@@ -161,9 +177,12 @@ ConvertResult Engine::run() {
   std::vector<double> ratios;
   for (const auto& e : o_.mix) ratios.push_back(e.ratio);
   assigner_ = std::make_unique<MixAssigner>(ratios, o_.seed);
+  const bool tar = o_.max_shard_bytes > 0;
+  std::set<std::string> labels;  // tar: the class index of a label is its rank
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     for (const auto& e : batch) {
       assigner_->add(e.label, e.key);
+      if (tar && !e.label.empty()) labels.insert(e.label);
     }
   });
   assigner_->finish();
@@ -181,13 +200,15 @@ ConvertResult Engine::run() {
   manifest_.shard_index = o_.shard_index;
   manifest_.shard_count = o_.shard_count;
   manifest_.on_error = o_.skip_errors ? "skip" : "fail";
+  manifest_.transform = o_.transform.text();  // another transform: every file is stale
   std::set<std::string> stale_extensions;
   for (const auto& e : o_.mix) {
     TargetState t{e.target.format, e.target.text, e.ratio};
     bool same = false;
     if (old_manifest_)
       for (const auto& old : old_manifest_->targets)
-        same |= old.format == t.format && old.spec == t.spec;
+        same |= old.format == t.format && old.spec == t.spec &&
+                old_manifest_->transform == manifest_.transform;
     if (!same) {
       const image::Codec* codec = image::find_codec(t.format);
       for (uint32_t channels : {1u, 3u}) stale_extensions.insert("." + codec->extension(channels));
@@ -195,10 +216,34 @@ ConvertResult Engine::run() {
     manifest_.targets.push_back(t);
     known_formats_.insert(t.format);
   }
+  // The other layout's data, or shards made with other options (formats, size, classes, part),
+  // go before the manifest names this layout.
+  manifest_.layout = tar ? "tar" : "files";
+  if (tar) {
+    manifest_.max_shard_bytes = o_.max_shard_bytes;
+    manifest_.labels.assign(labels.begin(), labels.end());
+  }
+  bool shards_current = false;
   if (old_manifest_) {
-    for (const auto& old : old_manifest_->targets) known_formats_.insert(old.format);
+    const Manifest& old = *old_manifest_;
+    shards_current = tar && old.layout == "tar" && stale_extensions.empty() &&
+                     old.max_shard_bytes == manifest_.max_shard_bytes &&
+                     old.labels == manifest_.labels && old.shard_index == o_.shard_index &&
+                     old.shard_count == o_.shard_count;
+    if (old.layout != manifest_.layout || (tar && !shards_current)) {
+      std::error_code ec;
+      fs::remove_all(o_.destination / kDataDir, ec);
+      if (ec)
+        throw Error(Errc::io, (o_.destination / kDataDir).string() +
+                                  ": cannot remove stale data: " + ec.message());
+    }
+    for (const auto& old_target : old.targets) known_formats_.insert(old_target.format);
     remove_stale_files(stale_extensions);
   }
+  if (tar)
+    tar_ = std::make_unique<TarShards>(TarLayout{o_.destination, o_.max_shard_bytes, o_.shard_index,
+                                                 o_.shard_count, manifest_.labels},
+                                       shards_current && !o_.force);
   write_manifest(o_.destination, manifest_);
 
   // Pass 2.
@@ -219,13 +264,14 @@ ConvertResult Engine::run() {
       w.ordinal = i;
       w.target = place.entry;
       w.old = old_index.find(e.key);
+      if (tar_) w.kept = tar_->propose(e.key, e.label, *target_codec(w.target));
       w.entry = std::move(e);
       works.push_back(std::move(w));
     }
     // With --on-error fail, samples after the first failure (in source order) are not started;
     // those before it still are, so the error reported is always the first one.
     std::atomic<size_t> first_failure{SIZE_MAX};
-    parallel_for(works.size(), o_.threads, [&](size_t i) {
+    auto convert_one = [&](size_t i, bool report) {
       Work& w = works[i];
       if (i > first_failure.load(std::memory_order_relaxed)) return;
       try {
@@ -235,20 +281,40 @@ ConvertResult Engine::run() {
         // Bad data is a failure of that sample, never a usage error.
         w.code = e.code() == Errc::invalid_argument ? Errc::corrupt_data : e.code();
         std::string what = e.what();
-        std::string path = w.entry.path.string();
+        std::string path = source_name(w.entry);
         w.error = what.rfind(path, 0) == 0 ? what : path + ": " + what;
       } catch (const std::bad_alloc&) {
         w.status = Work::failed;
         w.code = Errc::limit_exceeded;
-        w.error = w.entry.path.string() + ": out of memory";
+        w.error = source_name(w.entry) + ": out of memory";
       }
       if (w.status == Work::failed && !o_.skip_errors) {
         size_t seen = first_failure.load();
         while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
         }
       }
-      if (o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
-    });
+      if (report && o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
+    };
+    parallel_for(works.size(), o_.threads, [&](size_t i) { convert_one(i, true); });
+    // Tar layout: from the first proposed sample that could not be kept, every sample is
+    // written anew; those after it that were kept are converted now.
+    if (tar_) {
+      size_t f = 0;
+      while (f < works.size() && (!works[f].kept || works[f].status == Work::up_to_date)) ++f;
+      if (f < works.size()) {
+        tar_->stop_proposing();
+        std::vector<size_t> again;
+        for (size_t i = f; i < works.size(); ++i) {
+          if (!works[i].kept) continue;
+          works[i].kept.reset();
+          if (works[i].status != Work::up_to_date) continue;
+          works[i].status = Work::pending;
+          works[i].record = SampleRecord();
+          again.push_back(i);
+        }
+        parallel_for(again.size(), o_.threads, [&](size_t k) { convert_one(again[k], false); });
+      }
+    }
     std::string lines;
     for (Work& w : works) {
       switch (w.status) {
@@ -271,12 +337,21 @@ ConvertResult Engine::run() {
           ++result.up_to_date;
           break;
       }
+      if (tar_) {
+        if (w.kept) {
+          tar_->keep(*w.kept, w.record);
+        } else {
+          tar_->add(w.record, w.member, w.data);
+          w.data = Bytes();
+        }
+      }
       lines += format_record(w.record);
       lines += '\n';
       manifest_.count(w.record);
     }
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   });
+  if (tar_) manifest_.shard_files = tar_->finish();
   index.commit();
   manifest_.failed = result.failed;
   manifest_.complete = true;
@@ -295,7 +370,7 @@ bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) co
   r.label = w.entry.label;
   r.format = t.format;
   r.location = location;
-  r.source = w.entry.path.string();
+  r.source = source_name(w.entry);
   std::error_code ec;
   uint64_t size = fs::file_size(out, ec);
   if (ec) return false;
@@ -317,6 +392,24 @@ bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) co
   } catch (const Error&) {
     return false;
   }
+  return true;
+}
+
+// Tar layout: a sample proposed from an earlier run's shard is kept when its source is no newer
+// than the shard and its record can be recovered; else it is converted.
+bool Engine::keep_member(Work& w) const {
+  SampleRecord& r = w.record;
+  r.ordinal = w.ordinal;
+  r.key = w.entry.key;
+  r.label = w.entry.label;
+  r.source = source_name(w.entry);
+  auto src_mtime = mtime_ns(w.entry.path);
+  if (!src_mtime || *src_mtime > w.kept->shard->mtime_ns ||
+      !recover_record(*w.kept, o_.mix[w.target].target.format, w.old, old_index_mtime_, r)) {
+    r = SampleRecord();
+    return false;
+  }
+  w.status = Work::up_to_date;
   return true;
 }
 
@@ -362,14 +455,15 @@ void Engine::process(Work& w) const {
     throw Error(Errc::corrupt_data, "sample key '" + key +
                                         "' is not unique (another source file has the same "
                                         "path without its extension)");
-  MappedFile source(w.entry.path);
+  if (w.kept && keep_member(w)) return;
+  SourceBytes source(w.entry);
   ByteSpan in = source.bytes();
   if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
   const image::Codec* codec = image::sniff_codec(in);
   if (!codec) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
   ImageShape declared = codec->probe(in).shape;
 
-  if (!o_.force) {
+  if (!o_.force && !tar_) {
     std::string location =
         std::string(kDataDir) + "/" + key + "." + target->extension(declared.channels);
     fs::path out = o_.destination / location;
@@ -382,12 +476,14 @@ void Engine::process(Work& w) const {
   }
 
   Image image = codec->decode(in);
+  const bool transformed = image::apply_transform(o_.transform, image);
   if (!target->round_trips(image.channels()))
     throw Error(Errc::unsupported, t.format + " cannot store " + std::to_string(image.channels()) +
                                        "-channel images (choose another format)");
   Bytes encoded;
-  ByteSpan bytes = in;  // a source already in the target format, no options given: copied
-  if (codec != target || t.has_options) {
+  // A source already in the target format, no options given, pixels unchanged: copied.
+  ByteSpan bytes = in;
+  if (codec != target || t.has_options || transformed) {
     encoded = target->encode(image, t.options);
     bytes = encoded;
   }
@@ -402,11 +498,18 @@ void Engine::process(Work& w) const {
   r.bytes = bytes.size();
   r.shape = target->probe(bytes).shape;
   r.crc32 = crc32_of(bytes);
-  r.source = w.entry.path.string();
-  AtomicFile file(o_.destination / location);
-  file.write(bytes);
-  file.commit();
-  remove_siblings(key, ext);
+  r.source = source_name(w.entry);
+  if (tar_) {
+    r.location.clear();  // set when run() appends it to a shard, in source order
+    w.member = key + "." + ext;
+    if (encoded.empty()) encoded.assign(bytes.begin(), bytes.end());
+    w.data = std::move(encoded);
+  } else {
+    AtomicFile file(o_.destination / location);
+    file.write(bytes);
+    file.commit();
+    remove_siblings(key, ext);
+  }
   w.source_bytes = in.size();
   w.output_bytes = bytes.size();
   w.status = Work::converted;

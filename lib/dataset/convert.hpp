@@ -13,6 +13,7 @@
 #include "core/progress.hpp"
 #include "dataset/manifest.hpp"
 #include "dataset/target_spec.hpp"
+#include "image/transform.hpp"
 
 namespace dlprep::dataset {
 
@@ -24,10 +25,15 @@ struct ConvertOptions {
   uint64_t seed = 0;                  ///< seeds the mix assignment
   uint32_t shard_index = 0;           ///< convert shard shard_index of shard_count
   uint32_t shard_count = 1;
+  /// --shards SIZE: the tar layout, shards of at most this many bytes; 0: a file tree (data/).
+  uint64_t max_shard_bytes = 0;
   bool skip_errors = false;  ///< --on-error skip: a failing sample is reported and left out
   /// With skip_errors: stop with an error once more samples than this failed.
   uint64_t max_errors = std::numeric_limits<uint64_t>::max();
   bool force = false;         ///< reconvert even the samples that are up to date
+  /// Applied to every image after decoding (--resize, --max-side, --center-crop); recorded in
+  /// dataset.json, and a different one makes every file stale. Empty: images kept as they are.
+  image::Transform transform;
   unsigned threads = 1;       ///< samples converted in parallel
   std::string tool;           ///< recorded in dataset.json, e.g. "dlprep 0.1.0"
   ProgressCallback progress;  ///< after each sample (what "convert-dataset", item = the key)
@@ -46,7 +52,8 @@ struct ConvertResult {
 
 /// Converts. Throws Error: invalid_argument (bad options), io, corrupt_data/unsupported naming
 /// the sample's file (with skip_errors off), or after max_errors failures. The index and the
-/// manifest are only replaced at the end, atomically; the data files one by one, atomically.
+/// manifest are only replaced at the end, atomically; the data files (or tar shards) one by one,
+/// atomically.
 /// Memory: 8 bytes per source sample (the key hashes of the mix and duplicate detection) plus one
 /// batch of samples in flight; the source walk and both indexes are streamed.
 ConvertResult convert_dataset(const ConvertOptions& options);

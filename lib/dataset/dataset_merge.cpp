@@ -20,8 +20,11 @@ Error bad(const std::string& what) { return Error(Errc::invalid_argument, what);
 // The parameters that make shards of one conversion.
 std::string identity(const Manifest& m) {
   std::string s = m.source_kind + "\n" + m.source_path + "\n" + std::to_string(m.seed) + "\n" +
-                  std::to_string(m.shard_count) + "\n" + m.layout + "\n";
+                  std::to_string(m.shard_count) + "\n" + m.layout + "\n" +
+                  std::to_string(m.max_shard_bytes) + "\n";
+  for (const auto& label : m.labels) s += label + "\n";
   for (const auto& t : m.targets) s += t.spec + "=" + std::to_string(t.ratio) + "\n";
+  s += "transform " + m.transform + "\n";
   return s;
 }
 
@@ -83,7 +86,7 @@ Manifest merge_datasets(const MergeOptions& o) {
     const Manifest& m = manifests[i];
     if (identity(m) != identity(first))
       throw bad(o.inputs[i].string() + ": not a shard of the same conversion as " +
-                o.inputs[0].string() + " (source, mix, seed or shard count differ)");
+                o.inputs[0].string() + " (source, mix, seed, shard count or layout differ)");
     if (seen[m.shard_index] >= 0)
       throw bad(o.inputs[i].string() + ": shard " + std::to_string(m.shard_index) + "/" +
                 std::to_string(m.shard_count) + " is also " +
@@ -113,7 +116,11 @@ Manifest merge_datasets(const MergeOptions& o) {
   merged.samples = merged.bytes = merged.failed = 0;
   merged.formats.clear();
   merged.classes.clear();
-  for (const auto& m : manifests) merged.failed += m.failed;
+  merged.shard_files = 0;
+  for (const auto& m : manifests) {
+    merged.failed += m.failed;
+    merged.shard_files += m.shard_files;  // tar layout: the parts' shards, side by side
+  }
   uint64_t total = 0;
   for (const auto& m : manifests) total += m.samples;
   write_manifest(o.output, merged);

@@ -4,10 +4,12 @@
 #include <atomic>
 #include <mutex>
 #include <new>
+#include <set>
 #include <vector>
 
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
+#include "dataset/tar_format.hpp"
 #include "image/codec.hpp"
 
 namespace dlprep::dataset {
@@ -25,15 +27,59 @@ Error differs(const std::string& file, const std::string& what) {
   return Error(Errc::mismatch, file + ": " + what);
 }
 
+// A tar sample's .cls member: right after its image, holding the label's class index.
+void check_class(const std::string& name, ByteSpan shard, uint64_t at, const SampleRecord& r,
+                 const Manifest& m) {
+  auto it = std::lower_bound(m.labels.begin(), m.labels.end(), r.label);
+  if (it == m.labels.end() || *it != r.label)
+    throw differs(name, "label '" + r.label + "' is not in the class list of " + kManifestName);
+  std::string want = std::to_string(it - m.labels.begin());
+  std::string cls = r.key + ".cls";
+  tar::Member next;
+  try {
+    tar::TarReader reader(shard, at);
+    if (!reader.next(next)) throw Error(Errc::corrupt_data, "end of archive");
+  } catch (const Error&) {
+    throw differs(name, "no " + cls + " member after it");
+  }
+  if (next.name != cls) throw differs(name, "no " + cls + " member after it");
+  ByteSpan got = shard.subspan(next.data_offset, next.size);
+  if (std::string(got.begin(), got.end()) != want)
+    throw differs(name, cls + " is not " + want + " (the class index of '" + r.label + "')");
+}
+
 // Throws the first difference found, or the decoder's error.
-void check_sample(const fs::path& dir, const SampleRecord& r) {
+void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m) {
   check_location(r.location);
   fs::path path = dir / r.location;
   std::string name = path.string();
+  std::string member;
+  if (r.offset) {
+    const image::Codec* codec = image::find_codec(r.format);
+    member = r.key + "." + (codec ? codec->extension(r.shape.channels) : r.format);
+    name += "(" + member + ")";
+  }
   std::error_code ec;
   if (!fs::exists(path, ec)) throw differs(name, "missing (sample '" + r.key + "')");
   MappedFile file(path);
   ByteSpan bytes = file.bytes();
+  if (r.offset) {
+    // The member must be where the index says, under its own header.
+    tar::Header h;
+    try {
+      h = tar::header_before(bytes, *r.offset);
+    } catch (const Error& e) {
+      throw differs(name, e.what());
+    }
+    if (h.name != tar::stored_name(member))
+      throw differs(name, "the tar header at offset " + std::to_string(*r.offset) + " is for '" +
+                              h.name + "'");
+    if (h.size != r.bytes)
+      throw differs(
+          name, std::to_string(h.size) + " bytes, the index records " + std::to_string(r.bytes));
+    if (!r.label.empty()) check_class(name, bytes, *r.offset + tar::padded(h.size), r, m);
+    bytes = bytes.subspan(*r.offset, h.size);
+  }
   if (bytes.size() != r.bytes)
     throw differs(name, std::to_string(bytes.size()) + " bytes, the index records " +
                             std::to_string(r.bytes));
@@ -68,6 +114,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   }
   IndexReader reader(o.dataset / kIndexName);
   Manifest counted;
+  std::set<std::string> shards;  // tar layout: the shard files the index names
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   size_t batch_size = kBatchPerThread * std::max(1u, o.threads);
   std::vector<SampleRecord> batch;
@@ -76,10 +123,13 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
     SampleRecord r;
     while (batch.size() < batch_size && reader.next(r)) batch.push_back(std::move(r));
     if (batch.empty()) break;
-    for (const auto& rec : batch) counted.count(rec);
+    for (const auto& rec : batch) {
+      counted.count(rec);
+      if (rec.offset) shards.insert(rec.location);
+    }
     parallel_for(batch.size(), o.threads, [&](size_t i) {
       try {
-        check_sample(o.dataset, batch[i]);
+        check_sample(o.dataset, batch[i], result.manifest);
         ++ok;
       } catch (const Error& e) {
         ++(e.code() == Errc::mismatch ? mismatched : failed);
@@ -105,6 +155,12 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
                    std::to_string(counted.samples) + " samples of " +
                        std::to_string(counted.bytes) + " bytes, " + kManifestName + " records " +
                        std::to_string(m.samples) + " of " + std::to_string(m.bytes)));
+  }
+  if (m.layout == "tar" && shards.size() != m.shard_files) {
+    ++result.dataset_problems;
+    report(differs((o.dataset / kIndexName).string(),
+                   "names " + std::to_string(shards.size()) + " shard files, " + kManifestName +
+                       " records " + std::to_string(m.shard_files)));
   }
   return result;
 }

@@ -63,6 +63,7 @@ std::string format_record(const SampleRecord& r) {
   j["label"] = r.label;
   j["format"] = r.format;
   j["location"] = r.location;
+  if (r.offset) j["offset"] = *r.offset;
   j["bytes"] = r.bytes;
   j["width"] = r.shape.width;
   j["height"] = r.shape.height;
@@ -87,6 +88,7 @@ SampleRecord parse_record(std::string_view line) {
   r.label = get<std::string>(j, "label");
   r.format = get<std::string>(j, "format");
   r.location = get<std::string>(j, "location");
+  if (j.contains("offset")) r.offset = get<uint64_t>(j, "offset");
   r.bytes = get<uint64_t>(j, "bytes");
   r.shape.width = get<uint32_t>(j, "width");
   r.shape.height = get<uint32_t>(j, "height");
@@ -137,6 +139,9 @@ std::string manifest_to_json(const Manifest& m) {
   j["complete"] = m.complete;
   j["source"] = {{"kind", m.source_kind}, {"path", m.source_path}};
   j["layout"] = m.layout;
+  if (m.layout == "tar")
+    j["tar"] = {
+        {"max_shard_bytes", m.max_shard_bytes}, {"shards", m.shard_files}, {"labels", m.labels}};
   j["index"] = kIndexName;
   Json targets = Json::array();
   for (const auto& t : m.targets)
@@ -146,6 +151,7 @@ std::string manifest_to_json(const Manifest& m) {
                      {"shard_index", m.shard_index},
                      {"shard_count", m.shard_count},
                      {"on_error", m.on_error}};
+  j["parameters"]["transform"] = m.transform.empty() ? Json(nullptr) : Json(m.transform);
   j["samples"] = m.samples;
   j["bytes"] = m.bytes;
   j["failed"] = m.failed;
@@ -186,6 +192,14 @@ Manifest manifest_from_json(std::string_view text) {
     m.source_kind = get<std::string>(source, "kind");
     m.source_path = get<std::string>(source, "path");
     m.layout = get_or<std::string>(j, "layout", "files");
+    if (m.layout == "tar") {
+      const Json& tar = j.at("tar");
+      m.max_shard_bytes = get<uint64_t>(tar, "max_shard_bytes");
+      m.shard_files = get<uint64_t>(tar, "shards");
+      m.labels = get<std::vector<std::string>>(tar, "labels");
+    } else if (m.layout != "files") {
+      throw Error(Errc::unsupported, "layout \"" + m.layout + "\" is unknown to this dlprep");
+    }
     for (const Json& t : j.at("mix"))
       m.targets.push_back(
           {get<std::string>(t, "format"), get<std::string>(t, "spec"), get<double>(t, "ratio")});
@@ -194,6 +208,8 @@ Manifest manifest_from_json(std::string_view text) {
     m.shard_index = get<uint32_t>(p, "shard_index");
     m.shard_count = get<uint32_t>(p, "shard_count");
     m.on_error = get_or<std::string>(p, "on_error", "fail");
+    if (p.contains("transform") && !p["transform"].is_null())
+      m.transform = get<std::string>(p, "transform");
     m.samples = get<uint64_t>(j, "samples");
     m.bytes = get<uint64_t>(j, "bytes");
     m.failed = get_or<uint64_t>(j, "failed", 0);

@@ -30,6 +30,9 @@ struct SampleRecord {
   std::string label;     ///< class ("" when the sample has none)
   std::string format;    ///< codec name of the stored file
   std::string location;  ///< file path relative to the dataset directory, e.g. "data/cat/img001.l3"
+  /// Tar layout: where the member's data starts in the shard named by location ("offset" in the
+  /// index; absent for the file layout, whose records are unchanged).
+  std::optional<uint64_t> offset;
   uint64_t bytes = 0;    ///< size of the stored file
   ImageShape shape;      ///< what the stored file decodes to
   uint32_t crc32 = 0;    ///< zlib CRC-32 of the stored file
@@ -50,6 +53,8 @@ class IndexReader {
   explicit IndexReader(const std::filesystem::path& path);
   /// The next record, or false at the end. Throws Error(corrupt_data) naming the file and line.
   bool next(SampleRecord& record);
+  /// The line number of the record last returned (for messages).
+  uint64_t line() const { return line_; }
 
  private:
   std::filesystem::path path_;
@@ -84,7 +89,15 @@ struct Manifest {
   uint32_t shard_count = 1;
   std::vector<TargetState> targets;  ///< the mix (one entry for --to)
   std::string on_error = "fail";
-  std::string layout = "files";  ///< data as a mirrored file tree under data/
+  /// The image transform every file was made with (image::Transform::text(), e.g.
+  /// "resize=1920x1080,center-crop"); "" for none (null in dataset.json).
+  std::string transform;
+  std::string layout = "files";  ///< data as a mirrored file tree under data/, or "tar" shards
+  /// Tar layout ("tar" in dataset.json): the most bytes in one shard (--shards), the number of
+  /// shard files, and the labels in class-index order (a sample's .cls member holds its index).
+  uint64_t max_shard_bytes = 0;
+  uint64_t shard_files = 0;
+  std::vector<std::string> labels;
   uint64_t samples = 0;
   uint64_t bytes = 0;
   uint64_t failed = 0;  ///< source samples skipped with --on-error skip

@@ -8,10 +8,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
 #include "dataset/manifest.hpp"
+#include "dataset/tar_format.hpp"
 #include "image/codec.hpp"
 
 namespace dlprep::dataset {
@@ -38,6 +41,26 @@ std::string key_from_path(const fs::path& relative) {
   fs::path stem = clean;
   if (clean.has_extension() && clean.stem() != "") stem.replace_extension();
   return stem.generic_string();
+}
+
+std::string source_name(const SourceEntry& e) {
+  return e.member.empty() ? e.path.string() : e.path.string() + "(" + e.member + ")";
+}
+
+SourceBytes::SourceBytes(const SourceEntry& e) : file_(e.path) {
+  bytes_ = file_.bytes();
+  if (e.member.empty()) return;
+  try {
+    tar::Header h = tar::header_before(bytes_, e.offset);
+    if (h.size != e.size || h.name != tar::stored_name(e.member))
+      throw Error(Errc::corrupt_data, "the tar header at offset " + std::to_string(e.offset) +
+                                          " is for '" + h.name + "' (" + std::to_string(h.size) +
+                                          " bytes), not this member (" + std::to_string(e.size) +
+                                          " bytes)");
+  } catch (const Error& err) {
+    throw err.with_context(source_name(e));
+  }
+  bytes_ = bytes_.subspan(e.offset, e.size);
 }
 
 bool is_image_candidate(const fs::path& path) {
@@ -124,13 +147,46 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
   }
   if (kind_ == SourceKind::dataset) {
     IndexReader reader(src_ / kIndexName);
+    // Per shard: its size, and where the last member read from it ends (members are recorded in
+    // shard order, so a hostile index that goes back or overlaps is caught here).
+    std::unordered_map<std::string, std::pair<std::optional<uint64_t>, uint64_t>> shards;
     SampleRecord r;
     while (reader.next(r)) {
       SourceEntry e;
+      std::string where = (src_ / kIndexName).string() + ":" + std::to_string(reader.line());
       try {
         check_location(r.location);
       } catch (const Error& err) {
-        throw err.with_context((src_ / kIndexName).string());
+        throw err.with_context(where);
+      }
+      if (r.offset) {
+        auto [it, added] = shards.try_emplace(r.location);
+        auto& [size, last_end] = it->second;
+        if (added) {
+          std::error_code ec;
+          uint64_t n = fs::file_size(src_ / r.location, ec);
+          if (!ec) size = n;  // a missing shard fails its samples when they are read
+        }
+        uint64_t offset = *r.offset;
+        constexpr uint64_t kMaxOffset = uint64_t{1} << 62;  // keeps the sums below from overflowing
+        auto bad = [&](const std::string& what) {
+          return Error(Errc::corrupt_data, where + ": sample '" + r.key + "': " + what);
+        };
+        if (offset < tar::kBlock || offset % tar::kBlock != 0 || offset > kMaxOffset ||
+            r.bytes > kMaxOffset)
+          throw bad("offset " + std::to_string(offset) + " cannot start a tar member's data");
+        if (offset < last_end + tar::kBlock)
+          throw bad("offset " + std::to_string(offset) + " overlaps the previous member of " +
+                    r.location);
+        if (size && (offset > *size || r.bytes > *size - offset))
+          throw bad("offset " + std::to_string(offset) + " + " + std::to_string(r.bytes) +
+                    " bytes is past the end of " + r.location + " (" + std::to_string(*size) +
+                    " bytes)");
+        last_end = offset + r.bytes;
+        const image::Codec* codec = image::find_codec(r.format);
+        e.member = r.key + "." + (codec ? codec->extension(r.shape.channels) : r.format);
+        e.offset = offset;
+        e.size = r.bytes;
       }
       e.path = src_ / r.location;
       e.key = std::move(r.key);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "core/file_io.hpp"
+
 namespace dlprep::dataset {
 
 enum class SourceKind { directory, list, dataset };
@@ -21,6 +23,28 @@ struct SourceEntry {
   /// Named explicitly (list file, dataset index): always a sample, an error if not an image.
   /// Found while walking a directory: a sample only if its magic bytes are an image's.
   bool named = false;
+  /// A tar member (a sample of a tar-layout dataset): `path` is its shard, the sample's bytes are
+  /// the `size` bytes at `offset`, and `member` is its name (for messages). Empty: a whole file.
+  std::string member;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const SourceEntry&) const = default;
+};
+
+/// How messages name a source sample: its path, or "SHARD(MEMBER)" for a tar member.
+std::string source_name(const SourceEntry& entry);
+
+/// The bytes of a source sample: the file mapped, or the member's slice of its mapped shard after
+/// checking that a valid tar header for it precedes it. Throws Error(io) if the file cannot be
+/// read, Error(corrupt_data) naming the member if the shard does not hold it where recorded.
+class SourceBytes {
+ public:
+  explicit SourceBytes(const SourceEntry& entry);
+  ByteSpan bytes() const { return bytes_; }
+
+ private:
+  MappedFile file_;
+  ByteSpan bytes_;
 };
 
 /// The key of a path: generic form, no root, no "." or ".." parts, without the last extension.
@@ -28,9 +52,11 @@ std::string key_from_path(const std::filesystem::path& relative);
 
 /// A source: SRC is a directory (a dlprep dataset when it holds dataset.json, else a tree whose
 /// first-level folders are class labels, walked in sorted order, hidden names and dlprep datasets
-/// inside the tree skipped, directory symlinks followed without loops), or a list file (one `PATH[<TAB>LABEL]` per line, relative
-/// paths from the list's folder, blank and `#` lines ignored).
-/// Memory: the walk holds one sorted listing per directory level, never the whole tree.
+/// inside the tree skipped, directory symlinks followed without loops), or a list file (one
+/// `PATH[<TAB>LABEL]` per line, relative paths from the list's folder, blank and `#` lines
+/// ignored). A dataset's index is checked as it is read: locations inside the dataset, and tar
+/// members inside their shard, in order, never overlapping (Error(corrupt_data) naming the index
+/// line). Memory: the walk holds one sorted listing per directory level, never the whole tree.
 class SampleSource {
  public:
   /// Detects the kind; throws Error(io) if SRC cannot be read, Error(invalid_argument) if it is

@@ -1,142 +1,307 @@
-// The batch decoder's host half: plan_batch() (validation and work list, used by every backend)
-// and the CPU backend, the reference the CUDA backend (cuda/l3/decode_cuda.cu) must equal bit for
-// bit. The CPU backend decodes image by image with l3::decode_into, which re-validates each file
-// (cheap next to the decode) and checks every patch as man/dlprep-l3.5 "DECODING" requires.
+// The CPU backend of the batch decoder: the reference the CUDA backend (cuda/l3/decode_cuda.cu)
+// must equal bit for bit, and the fallback. It consumes the plan exactly as the GPU does: one
+// work item per listed patch (all its channels), the per-patch checks of the spec (steps 8-9) in
+// the order check_patch() in decode_cpu.cpp makes them, a status byte per task, and the first
+// failure in plan order reported; then the pixels through batch_output.hpp, the same per-element
+// code the kernel runs. The "device" of this backend is host memory, so the device-resident API
+// and the pipeline run here too (synchronously) and the tests cover their bookkeeping.
 #include <algorithm>
-#include <limits>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/parallel.hpp"
+#include "core/timing.hpp"
 #include "l3/batch_decode.hpp"
+#include "l3/batch_output.hpp"
+#include "l3/batch_pipeline.hpp"
 #include "l3/format.hpp"
+#include "l3/kernels.hpp"
 #include "l3/l3.hpp"
 
 namespace dlprep::l3 {
 namespace {
 
-uint32_t get_u32(const uint8_t* p) {
-  return p[0] | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
+using detail::kReadSlack;
+using detail::kRowSlackAfter;
+using detail::kRowSlackBefore;
+
+constexpr size_t kPlaneStride = kRowSlackBefore + kMaxPatch + kRowSlackAfter;
+constexpr size_t kPlaneBytes = kPlaneStride * (kMaxPatch + 1);
+
+class HostBuffer final : public BatchBuffer {
+ public:
+  static std::unique_ptr<BatchBuffer> make(MemoryKind kind, size_t bytes) {
+    std::unique_ptr<uint8_t[]> memory(new uint8_t[std::max<size_t>(bytes, 1)]);
+    return std::unique_ptr<BatchBuffer>(new HostBuffer(std::move(memory), bytes, kind));
+  }
+
+ private:
+  HostBuffer(std::unique_ptr<uint8_t[]> memory, size_t bytes, MemoryKind kind)
+      : BatchBuffer(memory.get(), bytes, kind), memory_(std::move(memory)) {}
+  std::unique_ptr<uint8_t[]> memory_;
+};
+
+void check_range(const BatchBuffer& buffer, size_t offset, size_t bytes, const char* what) {
+  if (offset > buffer.size() || bytes > buffer.size() - offset)
+    throw Error(Errc::invalid_argument, std::string(what) + ": bytes " + std::to_string(offset) +
+                                            "+" + std::to_string(bytes) + " outside a buffer of " +
+                                            std::to_string(buffer.size()));
 }
 
-std::string image_context(size_t i) { return "image " + std::to_string(i); }
+void check_buffers(const BatchPlan& plan, const BatchBuffer* in, const BatchBuffer& out,
+                   MemoryKind in_kind) {
+  if (in != nullptr && (in->kind() != in_kind || in->size() < plan.input_bytes))
+    throw Error(Errc::invalid_argument,
+                "l3 batch decode: the input buffer is of the wrong kind "
+                "or smaller than the batch input");
+  if (out.kind() != MemoryKind::device || out.size() < plan.output_bytes)
+    throw Error(Errc::invalid_argument,
+                "l3 batch decode: the output buffer is not device memory "
+                "or smaller than the batch tensor");
+}
+
+// Steps 8 and 9 of the spec for one task, in check_patch()'s order; fills the view when the
+// patch passes.
+uint8_t check_task(const PatchTask& t, const uint8_t* p, const detail::Kernels& k,
+                   detail::PatchView& v) {
+  if (k.adler32(1, p, t.bytes) != t.sum) return kPatchChecksum;
+  const uint32_t w = t.width, h = t.height;
+  v.seed = p[0];
+  v.width = w;
+  v.height = h;
+  v.predictor_codes = p + 1;
+  v.width_codes = v.predictor_codes + predictor_bytes(h);
+  v.payload = p + patch_head_bytes(w, h);
+  const uint32_t groups = groups_per_row(w) * h;
+  uint32_t payload = 0;
+  for (uint32_t g = 0; g + 1 < groups; g += 2)
+    payload += code_bytes(v.width_codes[g / 2] & 15) + code_bytes(v.width_codes[g / 2] >> 4);
+  if (groups & 1) {
+    const uint8_t last = v.width_codes[groups / 2];
+    if (last >> 4) return kPatchWidthPadding;
+    payload += code_bytes(last);
+  }
+  const uint32_t predictor_bits = (h - 1) * kPredictorBits;
+  if (predictor_bits % 8 != 0 &&
+      (v.predictor_codes[predictor_bits / 8] >> (predictor_bits % 8)) != 0)
+    return kPatchPredictorPadding;
+  if (payload != t.bytes - patch_head_bytes(w, h)) return kPatchSizeMismatch;
+  return kPatchOk;
+}
+
+// Decodes every listed patch of the plan; `files[i]` is image i's first byte. Throws the first
+// failure in plan order.
+void decode_plan(const BatchPlan& plan, const uint8_t* const* files, uint8_t* out,
+                 unsigned threads) {
+  const detail::Kernels& k = detail::active_kernels();
+  std::vector<uint8_t> status(plan.tasks.size(), kPatchOk);
+  parallel_for(plan.patch_first_task.size(), threads, [&](size_t b) {
+    // One scratch per thread: up to 4 planes of one patch, rows with slack for borders, and a
+    // padded copy for a patch too close to the end of its file for the SIMD kernels' reads.
+    thread_local std::unique_ptr<uint8_t[]> scratch;
+    thread_local std::unique_ptr<uint8_t[]> tail;
+    if (!scratch) {
+      scratch.reset(new uint8_t[4 * kPlaneBytes]());
+      tail.reset(new uint8_t[patch_max_bytes(kMaxPatch, kMaxPatch) + kReadSlack]());
+    }
+    const size_t first = plan.patch_first_task[b];
+    const PatchTask& t0 = plan.tasks[first];
+    const BatchImage& image = plan.images[t0.image];
+    const uint8_t* const file = files[t0.image];
+    const uint8_t* planes[4] = {};
+    for (uint32_t c = 0; c < t0.channels; ++c) {
+      const PatchTask& t = plan.tasks[first + c];
+      const uint8_t* p = file + (t.src - image.src);
+      detail::PatchView view;
+      const uint8_t verdict = check_task(t, p, k, view);
+      if (verdict != kPatchOk) {
+        status[first + c] = verdict;  // the later channels of this patch come later in plan order
+        return;
+      }
+      const size_t end = static_cast<size_t>(t.src - image.src) + t.bytes;
+      if (image.file_bytes - end < kReadSlack) {
+        std::memcpy(tail.get(), p, t.bytes);
+        std::memset(tail.get() + t.bytes, 0, kReadSlack);
+        view.predictor_codes = tail.get() + (view.predictor_codes - p);
+        view.width_codes = tail.get() + (view.width_codes - p);
+        view.payload = tail.get() + (view.payload - p);
+      }
+      uint8_t* plane = scratch.get() + c * kPlaneBytes + kRowSlackBefore;
+      k.decode_plane(view, plane, kPlaneStride);
+      planes[c] = plane;
+    }
+
+    // The part of the patch inside the window (never empty: the plan lists no other patches).
+    const uint32_t x_begin = std::max<uint32_t>(t0.x0, image.crop_x);
+    const uint32_t x_end = std::min<uint32_t>(t0.x0 + t0.width, image.crop_x + image.out_width);
+    const uint32_t y_begin = std::max<uint32_t>(t0.y0, image.crop_y);
+    const uint32_t y_end = std::min<uint32_t>(t0.y0 + t0.height, image.crop_y + image.out_height);
+    const size_t plane_offset = (y_begin - t0.y0) * kPlaneStride + (x_begin - t0.x0);
+    uint8_t* const window = out + image.dst;
+    const uint32_t channels = t0.channels;
+    if (plan.layout == OutputLayout::nhwc_u8) {
+      // Interleaving bytes is what store_hwc does, with the CPU's best kernel.
+      const uint8_t* sub[4] = {};
+      for (uint32_t c = 0; c < channels; ++c) sub[c] = planes[c] + plane_offset;
+      const size_t out_stride = size_t{image.out_width} * channels;
+      k.store_hwc(sub, kPlaneStride, x_end - x_begin, y_end - y_begin, channels,
+                  image.subtract_green != 0,
+                  window + (y_begin - image.crop_y) * out_stride +
+                      size_t{x_begin - image.crop_x} * channels,
+                  out_stride);
+      return;
+    }
+    for (uint32_t y = y_begin; y < y_end; ++y) {
+      const size_t row = plane_offset + (y - y_begin) * kPlaneStride;
+      for (uint32_t x = x_begin; x < x_end; ++x) {
+        uint8_t v[4] = {};
+        for (uint32_t c = 0; c < channels; ++c) v[c] = planes[c][row + (x - x_begin)];
+        add_green(v, image.subtract_green);
+        for (uint32_t c = 0; c < channels; ++c)
+          store_element(window, plan.layout,
+                        output_element(plan.layout, image.out_width, image.out_height, channels,
+                                       x - image.crop_x, y - image.crop_y, c),
+                        v[c], plan.mean[c], plan.scale[c]);
+      }
+    }
+  });
+  const size_t bad = first_failed_task(status.data(), status.size());
+  if (bad != status.size())
+    throw Error(Errc::corrupt_data, patch_failure_message(plan.tasks[bad], status[bad]));
+}
+
+// The cpu "pipeline": each submit decodes at once on the calling thread's pool; wait() hands the
+// results (or the error) back in order, so that callers and tests see the CUDA pipeline's
+// contract.
+class BatchPipelineCpu final : public BatchPipeline {
+ public:
+  BatchPipelineCpu(unsigned threads, const PipelineOptions& options)
+      : threads_(threads), ring_(options.depth) {}
+  unsigned depth() const override { return ring_.depth(); }
+  size_t in_flight() const override { return ring_.in_flight(); }
+
+  uint64_t submit(const BatchPlan& plan, std::span<const ByteSpan> files,
+                  BatchBuffer& out) override {
+    if (files.size() != plan.images.size())
+      throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
+    check_buffers(plan, nullptr, out, MemoryKind::device);
+    std::vector<const uint8_t*> bases(files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (files[i].size() != plan.images[i].file_bytes)
+        throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
+      bases[i] = files[i].data();
+    }
+    return run(plan, bases, out);
+  }
+  uint64_t submit(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) override {
+    check_buffers(plan, &in, out, MemoryKind::pinned_host);
+    std::vector<const uint8_t*> bases(plan.images.size());
+    for (size_t i = 0; i < bases.size(); ++i) bases[i] = in.data() + plan.images[i].src;
+    return run(plan, bases, out);
+  }
+  BatchResult wait() override {
+    const SlotRing::Entry e = ring_.front();
+    Done done = std::move(done_.front());
+    done_.pop_front();
+    ring_.pop();
+    if (done.error) std::rethrow_exception(done.error);
+    return {e.ticket, done.timings};
+  }
+
+ private:
+  struct Done {
+    DecodeTimings timings;
+    std::exception_ptr error;
+  };
+  uint64_t run(const BatchPlan& plan, const std::vector<const uint8_t*>& bases, BatchBuffer& out) {
+    const SlotRing::Entry e = ring_.push();  // throws when full, before any work
+    Done done;
+    try {
+      const Stopwatch clock;
+      decode_plan(plan, bases.data(), out.data(), threads_);
+      done.timings.decode_ms = clock.seconds() * 1e3;
+    } catch (const Error&) {
+      done.error = std::current_exception();
+    }
+    done_.push_back(std::move(done));
+    return e.ticket;
+  }
+  unsigned threads_;
+  SlotRing ring_;
+  std::deque<Done> done_;
+};
 
 class BatchDecoderCpu final : public BatchDecoder {
  public:
   explicit BatchDecoderCpu(unsigned threads) : threads_(threads == 0 ? 1 : threads) {}
   std::string_view device_name() const override { return "cpu"; }
+  std::string device_description() const override {
+    return "cpu, " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads") + ", " +
+           std::string(kernels_name()) + " kernels";
+  }
+
   using BatchDecoder::decode;
   void decode(const BatchPlan& plan, std::span<const ByteSpan> files, uint8_t* out) override {
     if (files.size() != plan.images.size())
       throw Error(Errc::invalid_argument, "l3 batch decode: the plan is for another batch");
+    std::vector<const uint8_t*> bases(files.size());
     for (size_t i = 0; i < files.size(); ++i) {
-      const BatchImage& image = plan.images[i];
-      try {
-        decode_into(files[i], out + image.dst, size_t{image.width} * image.channels, threads_);
-      } catch (const Error& e) {
-        throw e.with_context(image_context(i));
-      }
+      if (files[i].size() != plan.images[i].file_bytes)
+        throw Error(Errc::invalid_argument, "l3 batch decode: the plan is for another batch");
+      bases[i] = files[i].data();
     }
+    const Stopwatch clock;
+    decode_plan(plan, bases.data(), out, threads_);
+    timings_ = {};
+    timings_.decode_ms = clock.seconds() * 1e3;
+  }
+
+  std::unique_ptr<BatchBuffer> allocate(MemoryKind kind, size_t bytes) override {
+    return HostBuffer::make(kind, bytes);
+  }
+  void copy_in(BatchBuffer& dst, size_t offset, const void* src, size_t bytes) override {
+    check_range(dst, offset, bytes, "l3 batch copy");
+    if (bytes != 0) std::memcpy(dst.data() + offset, src, bytes);
+  }
+  void copy_out(void* dst, const BatchBuffer& src, size_t offset, size_t bytes) override {
+    check_range(src, offset, bytes, "l3 batch copy");
+    if (bytes != 0) std::memcpy(dst, src.data() + offset, bytes);
+  }
+  void decode_device(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) override {
+    check_buffers(plan, &in, out, MemoryKind::device);
+    std::vector<const uint8_t*> bases(plan.images.size());
+    for (size_t i = 0; i < bases.size(); ++i) bases[i] = in.data() + plan.images[i].src;
+    const Stopwatch clock;
+    decode_plan(plan, bases.data(), out.data(), threads_);
+    timings_ = {};
+    timings_.decode_ms = clock.seconds() * 1e3;
+  }
+  DecodeTimings last_timings() const override { return timings_; }
+  std::unique_ptr<BatchPipeline> make_pipeline(const PipelineOptions& options) override {
+    return std::make_unique<BatchPipelineCpu>(threads_, options);
+  }
+  CopyBandwidth measure_copy_bandwidth(uint64_t bytes, const TimingParams& params) override {
+    // Host memory is all there is: every figure is a memcpy (the ceiling of the cpu backend).
+    std::unique_ptr<uint8_t[]> a(new uint8_t[std::max<uint64_t>(bytes, 1)]());
+    std::unique_ptr<uint8_t[]> b(new uint8_t[std::max<uint64_t>(bytes, 1)]());
+    const TimingStats t = measure(params, [&] { std::memcpy(b.get(), a.get(), bytes); });
+    CopyBandwidth bw;
+    bw.bytes = bytes;
+    bw.h2d_pinned_gb_s = bw.h2d_pageable_gb_s = bw.d2h_pinned_gb_s = bw.d2d_gb_s =
+        t.median_rate(static_cast<double>(bytes)) / 1e9;
+    return bw;
   }
 
  private:
   unsigned threads_;
+  DecodeTimings timings_;
 };
 
 }  // namespace
-
-BatchPlan plan_batch(std::span<const ByteSpan> files) {
-  BatchPlan plan;
-  plan.images.reserve(files.size());
-  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
-  for (size_t i = 0; i < files.size(); ++i) {
-    const ByteSpan file = files[i];
-    FileInfo info;
-    try {
-      info = inspect(file);  // spec steps 1-7: header, sizes, header checksum, patch table
-    } catch (const Error& e) {
-      throw e.with_context(image_context(i));
-    }
-    BatchImage image;
-    image.src = plan.input_bytes;
-    image.file_bytes = file.size();
-    image.dst = plan.output_bytes;
-    image.width = info.shape.width;
-    image.height = info.shape.height;
-    image.channels = info.shape.channels;
-    image.patch = info.patch;
-    image.subtract_green = info.subtract_green;
-    // Sums of at most 2^32 files of at most 2^64 bytes: checked, not assumed.
-    if (kMax - plan.input_bytes < file.size() || kMax - plan.output_bytes < image.pixel_bytes())
-      throw Error(Errc::limit_exceeded, image_context(i) + ": batch larger than 2^64 bytes");
-    plan.input_bytes += file.size();
-    plan.output_bytes += image.pixel_bytes();
-    plan.images.push_back(image);
-  }
-
-  // The work list: the table was validated by inspect(), so its offsets are trusted from here on.
-  size_t total_tasks = 0;
-  for (const BatchImage& image : plan.images) {
-    const uint64_t px = (image.width + image.patch - 1) / image.patch;
-    const uint64_t py = (image.height + image.patch - 1) / image.patch;
-    total_tasks += px * py * image.channels;
-  }
-  plan.tasks.reserve(total_tasks);
-  for (size_t i = 0; i < plan.images.size(); ++i) {
-    const BatchImage& image = plan.images[i];
-    const uint8_t* file = files[i].data();
-    const uint32_t n = image.patch;
-    const uint32_t px = (image.width + n - 1) / n, py = (image.height + n - 1) / n;
-    const size_t patches = size_t{px} * py;
-    const uint8_t* table = file + kHeaderBytes;
-    // Channel c's data starts after the table and the data of channels 0..c-1.
-    uint64_t channel_start[4] = {};
-    uint64_t start = kHeaderBytes + kTableEntryBytes * image.channels * patches;
-    for (uint32_t c = 0; c < image.channels; ++c) {
-      channel_start[c] = start;
-      start += get_u32(table + kTableEntryBytes * (c * patches + patches - 1));
-    }
-    const uint32_t row_stride = image.width * image.channels;
-    for (size_t p = 0; p < patches; ++p) {
-      const uint32_t x0 = static_cast<uint32_t>(p % px) * n;
-      const uint32_t y0 = static_cast<uint32_t>(p / px) * n;
-      for (uint32_t c = 0; c < image.channels; ++c) {
-        const uint8_t* entry = table + kTableEntryBytes * (c * patches + p);
-        const uint32_t begin = p == 0 ? 0 : get_u32(entry - kTableEntryBytes);
-        PatchTask t;
-        t.src = image.src + channel_start[c] + begin;
-        t.dst = image.dst + uint64_t{y0} * row_stride + uint64_t{x0} * image.channels;
-        t.bytes = get_u32(entry) - begin;
-        t.sum = get_u32(entry + 4);
-        t.row_stride = row_stride;
-        t.image = static_cast<uint32_t>(i);
-        t.patch = static_cast<uint32_t>(p);
-        t.width = static_cast<uint16_t>(std::min(n, image.width - x0));
-        t.height = static_cast<uint16_t>(std::min(n, image.height - y0));
-        t.channel = static_cast<uint8_t>(c);
-        t.channels = static_cast<uint8_t>(image.channels);
-        plan.max_patch_width = std::max<uint32_t>(plan.max_patch_width, t.width);
-        plan.tasks.push_back(t);
-      }
-    }
-  }
-  return plan;
-}
-
-DecodeDevice parse_decode_device(std::string_view name) {
-  if (name == "auto") return DecodeDevice::automatic;
-  if (name == "cpu") return DecodeDevice::cpu;
-  if (name == "cuda") return DecodeDevice::cuda;
-  throw Error(Errc::invalid_argument,
-              "unknown device '" + std::string(name) + "' (expected auto, cpu or cuda)");
-}
-
-Bytes BatchDecoder::decode(std::span<const ByteSpan> files, BatchPlan* plan_out) {
-  BatchPlan plan = plan_batch(files);  // everything is validated before the allocation
-  Bytes out(plan.output_bytes);
-  decode(plan, files, out.data());
-  if (plan_out != nullptr) *plan_out = std::move(plan);
-  return out;
-}
 
 std::unique_ptr<BatchDecoder> make_batch_decoder_cpu(unsigned threads) {
   return std::make_unique<BatchDecoderCpu>(threads);

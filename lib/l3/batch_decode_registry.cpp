@@ -1,45 +1,23 @@
 // The one list of batch-decode backends, and the only file in lib/ that knows whether the CUDA
-// backend was built (DLPREP_L3_WITH_CUDA, set on this file alone by lib/l3/CMakeLists.txt).
-// The CUDA backend (libdlprep_cuda) depends only on dlprep_core and the plain-data headers
-// format.hpp and batch_plan.hpp: it receives a plan that plan_batch() validated here on the
-// host, so it never parses a header itself and dlprep_l3 -> dlprep_cuda has no cycle.
+// backend and the nvJPEG baseline were built (DLPREP_L3_WITH_CUDA, DLPREP_L3_WITH_NVJPEG, set on
+// this file alone by lib/l3/CMakeLists.txt).
+// The CUDA backend (libdlprep_cuda, adapted to BatchDecoder by batch_decode_cuda.cpp) depends
+// only on dlprep_core and the plain-data headers batch_plan.hpp, batch_output.hpp,
+// batch_pipeline.hpp and format.hpp: it receives a plan that plan_batch() validated on the host,
+// so it never parses a header itself.
 #include <cstdlib>
 #include <string>
 
 #include "core/error.hpp"
+#include "l3/batch_bench.hpp"
 #include "l3/batch_decode.hpp"
 
 #if DLPREP_L3_WITH_CUDA
 #include "core/device_info.hpp"
-#include "l3/decode_cuda.hpp"
+#include "l3/batch_decode_backends.hpp"
 #endif
 
 namespace dlprep::l3 {
-namespace {
-
-#if DLPREP_L3_WITH_CUDA
-class BatchDecoderCuda final : public BatchDecoder {
- public:
-  std::string_view device_name() const override { return "cuda"; }
-  using BatchDecoder::decode;
-  void decode(const BatchPlan& plan, std::span<const ByteSpan> files, uint8_t* out) override {
-    if (files.size() != plan.images.size())
-      throw Error(Errc::invalid_argument, "l3 batch decode: the plan is for another batch");
-    std::vector<const uint8_t*> data(files.size());
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (files[i].size() != plan.images[i].file_bytes)
-        throw Error(Errc::invalid_argument, "l3 batch decode: the plan is for another batch");
-      data[i] = files[i].data();
-    }
-    decoder_.decode(plan, data.data(), out);
-  }
-
- private:
-  cuda::L3BatchDecoder decoder_;
-};
-#endif
-
-}  // namespace
 
 std::string cuda_unavailable_reason() {
 #if DLPREP_L3_WITH_CUDA
@@ -64,9 +42,31 @@ std::unique_ptr<BatchDecoder> make_batch_decoder(DecodeDevice device, unsigned c
     throw Error(Errc::device_unavailable, "l3 batch decode on cuda: " + reason);
   }
 #if DLPREP_L3_WITH_CUDA
-  return std::make_unique<BatchDecoderCuda>();
+  return make_batch_decoder_cuda();
 #else
   return make_batch_decoder_cpu(cpu_threads);  // unreachable: the reason above is never empty
+#endif
+}
+
+std::string nvjpeg_unavailable_reason() {
+#if DLPREP_L3_WITH_NVJPEG
+  return cuda::unavailable_reason();
+#else
+  return "nvJPEG was not built in (no nvjpeg.h and libnvjpeg next to the CUDA toolkit; see "
+         "-DDLPREP_WITH_NVJPEG)";
+#endif
+}
+
+std::vector<JpegBenchRow> run_nvjpeg_bench(std::span<const ByteSpan> jpegs,
+                                           std::span<const Image> originals,
+                                           const BatchBenchParams& params, std::string* note) {
+  const std::string reason = nvjpeg_unavailable_reason();
+  if (!reason.empty()) throw Error(Errc::device_unavailable, "nvjpeg: " + reason);
+#if DLPREP_L3_WITH_NVJPEG
+  return run_nvjpeg_bench_cuda(jpegs, originals, params, note);
+#else
+  (void)jpegs, (void)originals, (void)params, (void)note;
+  return {};  // unreachable: the reason above is never empty
 #endif
 }
 

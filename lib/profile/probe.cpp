@@ -11,39 +11,44 @@
 
 namespace dlprep::profile {
 
-std::vector<std::filesystem::path> select_sample(const std::filesystem::path& dataset,
-                                                 size_t count) {
+std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset,
+                                                size_t count) {
   if (count == 0) throw Error(Errc::invalid_argument, "the sample needs at least one image");
   dataset::SampleSource source(dataset);
-  // Paths only (tens of bytes each): a listing of even millions of samples fits, and it is what
-  // the evenly spaced choice needs.
-  std::vector<std::filesystem::path> all;
+  // Paths only (tens of bytes each; the key and label are dropped): a listing of even millions
+  // of samples fits, and it is what the evenly spaced choice needs.
+  std::vector<dataset::SourceEntry> all;
   source.for_each([&](dataset::SourceEntry&& e) {
-    if (e.named || dataset::is_image_candidate(e.path)) all.push_back(std::move(e.path));
+    if (!e.named && !dataset::is_image_candidate(e.path)) return;
+    e.key.clear();
+    e.label.clear();
+    all.push_back(std::move(e));
   });
   if (all.empty()) throw Error(Errc::invalid_argument, dataset.string() + ": no image files found");
   if (all.size() <= count) return all;
-  std::vector<std::filesystem::path> picked;
+  std::vector<dataset::SourceEntry> picked;
   picked.reserve(count);
   // The middle of each of `count` equal stretches: spread over classes in ImageFolder order.
   for (size_t k = 0; k < count; ++k) picked.push_back(all[(2 * k + 1) * all.size() / (2 * count)]);
   return picked;
 }
 
-std::vector<SampleImage> load_sample(const std::vector<std::filesystem::path>& files,
+std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& files,
                                      unsigned threads) {
   std::vector<SampleImage> sample(files.size());
   parallel_for(files.size(), threads, [&](size_t i) {
     SampleImage& s = sample[i];
-    s.path = files[i];
-    s.source_bytes = read_file(files[i]);
+    std::string name = dataset::source_name(files[i]);
+    s.path = name;
+    dataset::SourceBytes source(files[i]);
+    s.source_bytes.assign(source.bytes().begin(), source.bytes().end());
     const image::Codec* codec = image::sniff_codec(s.source_bytes);
-    if (!codec) throw Error(Errc::unsupported, files[i].string() + ": unknown image format");
+    if (!codec) throw Error(Errc::unsupported, name + ": unknown image format");
     s.source_format = std::string(codec->name());
     try {
       s.image = codec->decode(s.source_bytes);
     } catch (const Error& e) {
-      throw e.with_context(files[i].string());
+      throw e.with_context(name);
     }
   });
   return sample;

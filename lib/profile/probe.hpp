@@ -10,6 +10,7 @@
 #include "core/file_io.hpp"
 #include "core/image.hpp"
 #include "core/timing.hpp"
+#include "dataset/sample_source.hpp"
 #include "dataset/target_spec.hpp"
 #include "profile/mix_optimizer.hpp"
 
@@ -17,19 +18,20 @@ namespace dlprep::profile {
 
 /// One image of the sample, decoded once.
 struct SampleImage {
-  std::filesystem::path path;  ///< the source file
+  std::filesystem::path path;  ///< the source file, or SHARD(MEMBER) for a tar member
   std::string source_format;   ///< codec name of the source file
   Bytes source_bytes;          ///< the file as stored (reused when the target is its format)
   Image image;
 };
 
-/// Up to `count` source files of a dlprep dataset or image directory (anything SampleSource
-/// takes), evenly spaced over its enumeration order: the same on every run. Throws Error(io),
-/// or Error(invalid_argument) when there is no image.
-std::vector<std::filesystem::path> select_sample(const std::filesystem::path& dataset, size_t count);
+/// Up to `count` source samples (files, or tar members of a tar-layout dataset) of a dlprep
+/// dataset or image directory (anything SampleSource takes), evenly spaced over its
+/// enumeration order: the same on every run. Throws Error(io), or Error(invalid_argument) when
+/// there is no image.
+std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset, size_t count);
 
-/// Reads and decodes the files on `threads` threads. Throws Error naming the file.
-std::vector<SampleImage> load_sample(const std::vector<std::filesystem::path>& files,
+/// Reads and decodes the samples on `threads` threads. Throws Error naming the file.
+std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& files,
                                      unsigned threads);
 
 /// One candidate format measured on the sample.

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <random>
 #include <system_error>
-#include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/timing.hpp"
 #include "image/codec.hpp"
 #include "profile/load_decode.hpp"
@@ -19,30 +19,6 @@ namespace dlprep::profile {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary folder removed on every exit path.
-class TempDir {
- public:
-  explicit TempDir(const fs::path& parent) {
-    fs::path base = parent.empty() ? fs::temp_directory_path() : parent;
-    for (unsigned k = 0;; ++k) {
-      path_ = base / ("dlprep-profile-" + std::to_string(::getpid()) + "-" + std::to_string(k));
-      std::error_code ec;
-      if (fs::create_directories(path_, ec)) break;
-      if (ec || k > 100)
-        throw Error(Errc::io, path_.string() + ": cannot create the work folder" +
-                                  (ec ? ": " + ec.message() : std::string()));
-    }
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // The pass of a mix: `count` reads of sample files, image k % n, formats dealt out so that each
 // gets its share exactly (largest remainder), then shuffled with a fixed seed so that no image is
@@ -134,7 +110,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   report.search = o.search;
 
   // 1. The sample, and the storage bandwidth of the dataset's own files.
-  std::vector<fs::path> files = select_sample(o.dataset, o.sample);
+  std::vector<dataset::SourceEntry> files = select_sample(o.dataset, o.sample);
   report.sample_images = files.size();
   report.resources.decode_workers = threads;
   report.jobs = threads;
@@ -151,7 +127,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   std::vector<SampleImage> sample = load_sample(files, threads);
 
   // 2. Probe each candidate; its encoded sample goes to the work folder for the passes.
-  TempDir work(o.work_dir);
+  TempDirectory work(o.work_dir, "dlprep-profile");
   TimingParams timing;
   timing.warmup = 0;  // probe_format's untimed correctness decode of each file warms up
   timing.repeats = 3;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 
 namespace dlprep::profile {
 namespace {
@@ -221,6 +222,45 @@ ProfileReport report_from_json(std::string_view text) {
   } catch (const Json::exception& e) {
     throw Error(Errc::corrupt_data, std::string("profile-mix report: ") + e.what());
   }
+}
+
+std::string read_report_mix(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  auto corrupt = [&](const std::string& what) {
+    return Error(Errc::corrupt_data, name + ": " + what);
+  };
+  // A report is a few kilobytes; anything this large is some other file.
+  constexpr uintmax_t kMaxReportBytes = uintmax_t{16} << 20;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) &&
+      std::filesystem::file_size(path, ec) > kMaxReportBytes)
+    throw corrupt("too large to be a profile-mix report");
+  Bytes bytes = read_file(path);  // io errors name the file
+  Json doc;
+  try {
+    doc = Json::parse(bytes.begin(), bytes.end());
+  } catch (const Json::exception&) {
+    throw corrupt("not a profile-mix report (not valid JSON)");
+  }
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_string())
+    throw corrupt("not a profile-mix report (no \"schema\")");
+  const std::string schema = doc["schema"].get<std::string>();
+  if (schema != kReportSchema)
+    throw Error(
+        schema.rfind("dlprep.profile-mix/", 0) == 0 ? Errc::unsupported : Errc::corrupt_data,
+        name + ": schema \"" + schema + "\" is not " + kReportSchema);
+  if (!doc.contains("mix") || !doc["mix"].is_array() || doc["mix"].empty())
+    throw corrupt("the report has no mix (\"mix\" is missing or empty)");
+  std::string text;
+  for (const Json& m : doc["mix"]) {
+    if (!m.is_object() || !m.contains("spec") || !m["spec"].is_string() || !m.contains("ratio") ||
+        !m["ratio"].is_number())
+      throw corrupt("a \"mix\" entry lacks \"spec\" or a numeric \"ratio\"");
+    char share[32];
+    std::snprintf(share, sizeof share, "%.6g", m["ratio"].get<double>());
+    text += (text.empty() ? "" : ",") + m["spec"].get<std::string>() + ":" + share;
+  }
+  return text;
 }
 
 std::string report_table(const ProfileReport& r) {

@@ -2,6 +2,7 @@
 // convert-dataset --mix-from and bench-train read, the human table, and the SVG plot.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,13 @@ std::string report_to_json(const ProfileReport& report);
 /// Parses a report; throws Error(corrupt_data) for malformed text, Error(unsupported) for another
 /// schema.
 ProfileReport report_from_json(std::string_view text);
+
+/// The chosen mix of the report file at `path` as convert-dataset --mix takes it
+/// ("png:0.7,bmp:0.3", shares with 6 significant digits), for --mix-from. Reads only "schema" and
+/// "mix", so a report trimmed by hand still works. Throws Error naming the file: io (missing, a
+/// directory, unreadable), corrupt_data (not JSON, no "mix" or an empty one, a malformed entry),
+/// unsupported (another schema or version).
+std::string read_report_mix(const std::filesystem::path& path);
 
 /// The human summary: one row per format, then resources, the mix and the throughputs.
 std::string report_table(const ProfileReport& report);

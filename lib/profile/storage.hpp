@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/file_io.hpp"
+#include "dataset/sample_source.hpp"
 
 namespace dlprep::profile {
 
@@ -62,5 +63,8 @@ void evict_from_page_cache(const std::filesystem::path& path);
 /// threads (a few readers in flight, as a loader has). Returns bytes/s; throws Error(io), or
 /// Error(invalid_argument) when there is nothing to read.
 double measure_read_bandwidth(const std::vector<std::filesystem::path>& files, unsigned threads);
+/// The same on source samples: whole files, or the byte ranges of tar members (a loader of a
+/// tar-layout dataset reads members, not whole shards).
+double measure_read_bandwidth(const std::vector<dataset::SourceEntry>& samples, unsigned threads);
 
 }  // namespace dlprep::profile

@@ -33,9 +33,13 @@ enum class OutputFormat { npy, dlrm, split, none };
 /// output directory, so that pass 2 reads them instead of decoding (and decompressing) the text
 /// again. auto: on for text input when the estimate is at most 1 GiB (larger caches cost more in
 /// kernel writeback than they save) and the output file system has room for twice that.
+/// With CUDA, on and auto keep each day's decoded rows in device memory instead, while they fit
+/// (half the free device memory); off re-reads the input in pass 2.
 enum class DecodeCache { auto_select, on, off };
 
-/// Which backend runs. Only cpu is built here; cuda and fpga throw Error(device_unavailable).
+/// Which backend runs the compute core (preprocess_backend.hpp): the CPU reference, CUDA (when
+/// built and a device is present), FPGA (a separate issue: always Error(device_unavailable) for
+/// now). auto_select: CUDA when usable, else the CPU. Every backend writes byte-identical outputs.
 enum class Device { cpu, cuda, fpga, auto_select };
 
 /// What a malformed row does: stop with an error naming file and line, or be counted and dropped.
@@ -75,9 +79,18 @@ struct PreprocessOptions {
   bool resume = true;
   /// Seconds between partial pass-1 checkpoints (tests set 0 to checkpoint after every day).
   double checkpoint_seconds = 60.0;
-  bool write_vocab = true;                ///< write vocab/ (values and counts per column)
-  unsigned threads = 0;                   ///< 0 = all hardware threads
-  size_t chunk_bytes = size_t{16} << 20;  ///< input bytes decoded per step (bounds memory)
+  bool write_vocab = true;  ///< write vocab/ (values and counts per column)
+  unsigned threads = 0;     ///< 0 = all hardware threads
+  /// Input bytes decoded per step (bounds memory); 0 = the backend's default (16 MiB on the CPU,
+  /// 64 MiB with CUDA).
+  size_t chunk_bytes = 0;
+  /// Benchmarks: read every input whole into host memory (pinned for CUDA) before the passes, so
+  /// that the passes start from memory (stats: preload_seconds apart). Needs the inputs' size in
+  /// memory (decompressed); turns the host decode cache off.
+  bool preload_inputs = false;
+  /// Benchmarks: run pass 2 to the arrays in host memory but write no output files (nor
+  /// state.json); the vocabulary and stats.json are still written.
+  bool discard_outputs = false;
   ProgressCallback progress;
   WarningCallback warning;
 };
@@ -104,7 +117,21 @@ struct PreprocessStats {
   bool decode_cache = false;         ///< pass 2 read pass 1's decoded rows instead of the inputs
   uint64_t peak_rss_bytes = 0;
   unsigned threads = 0;
-  std::string gzip_backend;  ///< "isal" or "zlib"
+  std::string gzip_backend;    ///< "isal" or "zlib"
+  std::string device = "cpu";  ///< the backend that ran: "cpu" or "cuda"
+  // Phases of pass1_seconds + pass2_seconds (stats.json "phases"):
+  double preload_seconds = 0;  ///< preload_inputs: reading the inputs into memory (before pass 1)
+  double read_seconds = 0;     ///< waiting for input chunks (reading, gzip) during the passes
+  double write_seconds = 0;    ///< writing outputs, the vocabulary and checkpoints
+  /// The rest: decoding, vocabularies and transforms, with every host<->device copy (the CPU's
+  /// writes overlap its decoding, so there the phases overlap too).
+  double compute_seconds = 0;
+  // CUDA only (stats.json "cuda"): sums of CUDA-event intervals over two overlapping streams.
+  double h2d_seconds = 0;
+  double kernel_seconds = 0;
+  double d2h_seconds = 0;
+  uint64_t device_chunks = 0;
+  uint64_t log_values_on_host = 0;  ///< dense logs the host recomputed (float rounding too close)
   /// The stats.json document ("schema": "dlprep.criteo-preprocess/1").
   std::string to_json() const;
 };
@@ -112,7 +139,8 @@ struct PreprocessStats {
 /// Runs the whole pipeline and writes the outputs, the vocabulary and stats.json into out_dir.
 /// Memory is bounded by the vocabularies and chunk_bytes, not by the number of rows.
 /// Throws Error: invalid_argument (bad options), io, corrupt_data (a malformed row, message
-/// "file:line: problem"), limit_exceeded (max_memory_bytes), device_unavailable (cuda/fpga).
+/// "file:line: problem"), limit_exceeded (max_memory_bytes), device_unavailable (cuda without
+/// CUDA or a device, fpga), device_failure (the device failed).
 PreprocessStats preprocess(const PreprocessOptions& options);
 
 /// Parses "5000" (every column) or "5000,0,1000000,..." (26 values) into per-column moduli.

@@ -64,9 +64,10 @@ FileKind detect_file_kind(const fs::path& path, InputFormat format) {
 
 void InputReader::allocate(Buffer& b, size_t capacity) {
   // Not value-initialised: the pages are touched only when read into.
-  std::unique_ptr<uint8_t[]> data(new uint8_t[capacity + 1 + kTsvReadPadding]);
-  if (b.data && b.have) std::memcpy(data.get(), b.data.get(), b.have);
-  std::memset(data.get() + capacity, 0, 1 + kTsvReadPadding);
+  const size_t bytes = capacity + 1 + kTsvReadPadding;
+  HostBuffer data = pool_ && pool_->allocate ? pool_->allocate(bytes) : allocate_pageable(bytes);
+  if (b.data && b.have) std::memcpy(data.data(), b.data.data(), b.have);
+  std::memset(data.data() + capacity, 0, 1 + kTsvReadPadding);
   b.data = std::move(data);
   b.capacity = capacity;
 }
@@ -144,6 +145,14 @@ void InputReader::map_binary(uint64_t offset) {
   map_end_ = size;
 }
 
+InputReader::InputReader(std::span<const uint8_t> data, FileKind kind, size_t chunk_bytes,
+                         uint64_t file_bytes)
+    : path_("(memory)"), kind_(kind), mem_(data), in_memory_(true), mem_file_bytes_(file_bytes) {
+  size_t cap = std::max<size_t>(chunk_bytes, 4096);
+  if (kind_ == FileKind::bin) cap = std::max<size_t>(cap / kBinaryRowBytes, 1) * kBinaryRowBytes;
+  chunk_cap_ = cap;
+}
+
 InputReader::~InputReader() {
   if (map_) ::munmap(const_cast<uint8_t*>(map_), map_bytes_);
   if (pending_.valid()) {
@@ -160,6 +169,11 @@ InputReader::~InputReader() {
 }
 
 uint64_t InputReader::file_bytes() const {
+  if (in_memory_) {
+    if (mem_.empty()) return mem_file_bytes_;
+    return static_cast<uint64_t>(static_cast<double>(mem_pos_) / static_cast<double>(mem_.size()) *
+                                 static_cast<double>(mem_file_bytes_));
+  }
   if (map_) return map_pos_;
   return gzip_ ? gzip_->compressed_bytes() : file_bytes_.load();
 }
@@ -184,11 +198,11 @@ size_t InputReader::read_some(uint8_t* out, size_t capacity) {
 void InputReader::fill(Buffer& b, const uint8_t* carry, size_t carry_bytes) {
   b.have = b.end = 0;
   if (carry_bytes > b.capacity) allocate(b, carry_bytes * 2);
-  if (carry_bytes) std::memcpy(b.data.get(), carry, carry_bytes);
+  if (carry_bytes) std::memcpy(b.data.data(), carry, carry_bytes);
   b.have = carry_bytes;
   if (kind_ == FileKind::bin) {
     if (eof_) return;
-    size_t n = read_some(b.data.get(), chunk_cap_);
+    size_t n = read_some(b.data.data(), chunk_cap_);
     if (n < chunk_cap_) eof_ = true;
     if (n % kBinaryRowBytes != 0) {
       throw Error(Errc::corrupt_data, path_.string() + ": truncated binary row at byte " +
@@ -199,19 +213,20 @@ void InputReader::fill(Buffer& b, const uint8_t* carry, size_t carry_bytes) {
   }
   for (;;) {
     if (!eof_) {
-      size_t n = read_some(b.data.get() + b.have, b.capacity - b.have);
+      size_t n = read_some(b.data.data() + b.have, b.capacity - b.have);
       if (n < b.capacity - b.have) eof_ = true;
       b.have += n;
     }
     if (b.have == 0) return;
     if (eof_) {
-      if (b.data[b.have - 1] != '\n') b.data[b.have++] = '\n';  // the +1 of the allocation
+      if (b.data.data()[b.have - 1] != '\n')
+        b.data.data()[b.have++] = '\n';  // the +1 of the allocation
       b.end = b.have;
       break;
     }
-    const void* last = ::memrchr(b.data.get(), '\n', b.have);
+    const void* last = ::memrchr(b.data.data(), '\n', b.have);
     if (last != nullptr) {
-      b.end = static_cast<size_t>(static_cast<const uint8_t*>(last) - b.data.get()) + 1;
+      b.end = static_cast<size_t>(static_cast<const uint8_t*>(last) - b.data.data()) + 1;
       break;
     }
     // No line end in a full buffer: one very long line. Grow, within reason.
@@ -222,11 +237,27 @@ void InputReader::fill(Buffer& b, const uint8_t* carry, size_t carry_bytes) {
     allocate(b, b.capacity * 2);
   }
   // The decoder reads up to kTsvReadPadding bytes past the chunk: make them defined.
-  std::memset(b.data.get() + b.end + (b.have - b.end), 0,
+  std::memset(b.data.data() + b.end + (b.have - b.end), 0,
               std::min<size_t>(kTsvReadPadding, b.capacity + 1 + kTsvReadPadding - b.have));
 }
 
 InputChunk InputReader::next() {
+  if (in_memory_) {
+    InputChunk chunk;
+    size_t left = mem_.size() - static_cast<size_t>(mem_pos_);
+    if (left == 0) return chunk;
+    const uint8_t* at = mem_.data() + mem_pos_;
+    if (kind_ == FileKind::bin) {
+      size_t n = std::min(chunk_cap_, left);
+      chunk.rows = {reinterpret_cast<const uint32_t*>(at), n / 4};
+      mem_pos_ += n;
+    } else {
+      size_t n = whole_lines_prefix(reinterpret_cast<const char*>(at), left, chunk_cap_);
+      chunk.text = {reinterpret_cast<const char*>(at), n};
+      mem_pos_ += n;
+    }
+    return chunk;
+  }
   if (map_) {
     // Drop the pages of the chunk the caller has finished (whole pages only).
     uint64_t drop_from = (map_prev_ + 4095) / 4096 * 4096, drop_to = map_pos_ / 4096 * 4096;
@@ -257,7 +288,7 @@ InputChunk InputReader::next() {
   // Start reading the following chunk into the other buffer (the caller is done with it).
   if (b.end > 0) {
     Buffer& other = buf_[1 - cur_];
-    const uint8_t* carry = b.data.get() + b.end;
+    const uint8_t* carry = b.data.data() + b.end;
     size_t carry_bytes = b.have - b.end;
     pending_ = std::async(std::launch::async,
                           [this, &other, carry, carry_bytes] { fill(other, carry, carry_bytes); });
@@ -265,9 +296,9 @@ InputChunk InputReader::next() {
   InputChunk chunk;
   if (b.end == 0) return chunk;
   if (kind_ == FileKind::bin)
-    chunk.rows = {reinterpret_cast<const uint32_t*>(b.data.get()), b.end / 4};
+    chunk.rows = {reinterpret_cast<const uint32_t*>(b.data.data()), b.end / 4};
   else
-    chunk.text = {reinterpret_cast<const char*>(b.data.get()), b.end};
+    chunk.text = {reinterpret_cast<const char*>(b.data.data()), b.end};
   return chunk;
 }
 

@@ -14,6 +14,7 @@
 
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/gzip_reader.hpp"
+#include "tabular/host_buffer.hpp"
 
 namespace dlprep::tabular {
 
@@ -32,10 +33,12 @@ struct InputChunk {
 };
 
 /// The two chunk buffers of an InputReader, kept by the caller between readers so that each new
-/// day and pass does not allocate (and page-fault in) fresh buffers.
+/// day and pass does not allocate (and page-fault in) fresh buffers. `allocate` (optional) lends
+/// the memory: a GPU backend's pinned memory, so that chunks go to the device by DMA.
 struct ReadBuffers {
+  HostAllocator allocate;
   struct Buffer {
-    std::unique_ptr<uint8_t[]> data;
+    HostBuffer data;
     size_t capacity = 0;  // bytes of chunk room (the allocation adds 1 + padding)
     size_t have = 0;      // bytes filled
     size_t end = 0;       // bytes of the chunk handed out (whole lines / rows)
@@ -54,6 +57,11 @@ class InputReader {
   /// Reads headerless binary rows from an open file from its start (the decode cache); does not
   /// close `fd`. `name` appears in error messages.
   InputReader(int fd, const std::string& name, size_t chunk_bytes, ReadBuffers* pool = nullptr);
+  /// Hands out chunks of a whole input already in memory (preloaded), without copying: `kind`
+  /// tsv: text that ends with '\n' and has kTsvReadPadding readable bytes after it; bin:
+  /// headerless rows. file_bytes() reports progress scaled to `file_bytes` (the file's size).
+  InputReader(std::span<const uint8_t> data, FileKind kind, size_t chunk_bytes,
+              uint64_t file_bytes);
   ~InputReader();
   InputReader(const InputReader&) = delete;
   InputReader& operator=(const InputReader&) = delete;
@@ -88,6 +96,10 @@ class InputReader {
   size_t map_bytes_ = 0;
   uint64_t map_pos_ = 0, map_end_ = 0, map_prev_ = 0;
   std::atomic<uint64_t> file_bytes_{0};
+  // Preloaded input: chunks are spans of mem_.
+  std::span<const uint8_t> mem_;
+  bool in_memory_ = false;
+  uint64_t mem_pos_ = 0, mem_file_bytes_ = 0;
 };
 
 }  // namespace dlprep::tabular

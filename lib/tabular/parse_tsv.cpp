@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tabular/criteo_schema.hpp"
+#include "tabular/parse_row.hpp"
 
 namespace dlprep::tabular {
 namespace {
@@ -79,22 +80,8 @@ inline uint32_t dec8_value(uint64_t x, unsigned n) {
   return static_cast<uint32_t>(v);
 }
 
-enum class Problem : uint8_t {
-  none,
-  too_few,
-  too_many,
-  bad_char,
-  overlong,
-  out_of_range,
-  lone_minus
-};
-
-struct Fault {
-  Problem problem = Problem::none;
-  int field = 0;
-  uint8_t ch = 0;
-  int fields_seen = 0;
-};
+using Problem = RowProblem;  // shared with parse_row.hpp, which the CUDA decoder uses
+using Fault = RowFault;
 
 // Parses one line at p into row[40]. Returns the position after the terminator of the last field
 // parsed (on success: after the '\n'); on failure fills `fault` and returns where it stopped.
@@ -131,23 +118,23 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
     }
     size_t n = static_cast<size_t>(p - s);
     if (d != kTab) {
-      fault.field = f;
+      fault.field = static_cast<uint8_t>(f);
       fault.ch = *p;
-      fault.fields_seen = f + 1;
+      fault.fields_seen = static_cast<uint8_t>(f + 1);
       fault.problem = (d == kNewline || d == kReturn) ? Problem::too_few : Problem::bad_char;
       if (d == kReturn && p[1] != '\n') fault.problem = Problem::bad_char;
       return p;
     }
     if (n > static_cast<size_t>(kMaxDecimalDigits)) {
-      fault = {Problem::overlong, f, 0, 0};
+      fault = {Problem::overlong, static_cast<uint8_t>(f), 0, 0};
       return p;
     }
     if (neg && n == 0) {
-      fault = {Problem::lone_minus, f, 0, 0};
+      fault = {Problem::lone_minus, static_cast<uint8_t>(f), 0, 0};
       return p;
     }
     if (v > (neg ? uint64_t{2147483648u} : uint64_t{2147483647u})) {
-      fault = {Problem::out_of_range, f, 0, 0};
+      fault = {Problem::out_of_range, static_cast<uint8_t>(f), 0, 0};
       return p;
     }
     row[f] = static_cast<uint32_t>(neg ? 0 - v : v);
@@ -187,15 +174,15 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
     }
     size_t n = static_cast<size_t>(p - s);
     if (n > static_cast<size_t>(kMaxHexDigits)) {
-      fault = {Problem::overlong, f, 0, 0};
+      fault = {Problem::overlong, static_cast<uint8_t>(f), 0, 0};
       return p;
     }
     row[f] = static_cast<uint32_t>(v);
     if (f < kNumFields - 1) {
       if (d != kTab) {
-        fault.field = f;
+        fault.field = static_cast<uint8_t>(f);
         fault.ch = *p;
-        fault.fields_seen = f + 1;
+        fault.fields_seen = static_cast<uint8_t>(f + 1);
         fault.problem = (d == kNewline || d == kReturn) ? Problem::too_few : Problem::bad_char;
         if (d == kReturn && p[1] != '\n') fault.problem = Problem::bad_char;
         return p;
@@ -204,7 +191,7 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
     } else {
       if (d == kNewline) return p + 1;
       if (d == kReturn && p[1] == '\n') return p + 2;
-      fault.field = f;
+      fault.field = static_cast<uint8_t>(f);
       fault.ch = *p;
       fault.problem = d == kTab ? Problem::too_many : Problem::bad_char;
       return p;
@@ -213,7 +200,9 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
   return p;  // unreachable
 }
 
-std::string describe(const Fault& fault) {
+}  // namespace
+
+std::string describe_row_fault(const RowFault& fault) {
   std::string where =
       "field " + std::to_string(fault.field + 1) + " (" + field_name(fault.field) + ")";
   switch (fault.problem) {
@@ -246,8 +235,6 @@ std::string describe(const Fault& fault) {
   return "malformed row";
 }
 
-}  // namespace
-
 std::string field_name(int field) {
   if (field == 0) return "label";
   if (field < kFirstSparseField) return "I" + std::to_string(field);
@@ -277,7 +264,7 @@ TsvPieceResult decode_tsv(const char* begin, const char* end, bool stop_at_error
     ++r.bad_rows;
     if (r.first_bad_line < 0) {
       r.first_bad_line = static_cast<int64_t>(r.lines - 1);
-      r.first_problem = describe(fault);
+      r.first_problem = describe_row_fault(fault);
     }
     if (stop_at_error) break;
     // Resynchronise at the next line (the sentinel guarantees there is one).

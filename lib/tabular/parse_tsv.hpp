@@ -3,8 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include "tabular/parse_row.hpp"
 
 namespace dlprep::tabular {
 
@@ -33,5 +36,20 @@ TsvPieceResult decode_tsv(const char* begin, const char* end, bool stop_at_error
 
 /// Name of field i (0..39): "label", "I1".."I13", "C1".."C26".
 std::string field_name(int field);
+
+/// The message of a malformed row, e.g. "field 15 (C1): invalid character 'g' (expected hex
+/// digits)": what decode_tsv puts in first_problem, for faults from it or from parse_row.
+std::string describe_row_fault(const RowFault& fault);
+
+/// The length of the longest prefix of text[0, size) that is whole lines and at most max_bytes
+/// long; when the first line alone is longer, that line. `text` ends with '\n'. For cutting a
+/// chunk into pieces that fit a fixed buffer (the CUDA backend's device chunks).
+inline size_t whole_lines_prefix(const char* text, size_t size, size_t max_bytes) {
+  if (size <= max_bytes) return size;
+  const void* last = ::memrchr(text, '\n', max_bytes);
+  if (last != nullptr) return static_cast<size_t>(static_cast<const char*>(last) - text) + 1;
+  const void* first = std::memchr(text + max_bytes, '\n', size - max_bytes);
+  return static_cast<size_t>(static_cast<const char*>(first) - text) + 1;
+}
 
 }  // namespace dlprep::tabular

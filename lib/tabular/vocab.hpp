@@ -45,6 +45,8 @@ class ColumnVocab {
   /// After finalize(): first-appearance index -> ID (for rows whose values pass 1 already turned
   /// into indices, so that pass 2 needs no table indexed by value).
   const std::vector<int32_t>& index_ids() const { return ids_; }
+  /// After finalize(): the ID of values not kept or never seen.
+  int32_t oov_id() const { return oov_; }
 
   bool flat() const { return flat_; }
   /// Bytes held by the tables (for --max-memory estimates and stats).

@@ -5,6 +5,12 @@
 //
 // criteo_bench --input FILE.tsv [--gz FILE.gz] [--bin FILE.bin] [--modulus M] [--threads T]
 //              [--repeats N] [--baseline-repeats N] [--scratch DIR] [--no-baseline] [--rss-only]
+// criteo_bench --cuda --input FILE.tsv [--gz FILE.gz] [--bin FILE.bin] [--modulus M] ...
+//   The CUDA figures of BENCHMARKS.md: per input, the CUDA outputs are first checked byte-equal to
+//   the CPU backend's; then, median of the repeats, from the input in pinned host memory to the
+//   arrays back in host memory, both passes (preloaded, outputs discarded: stats' compute
+//   seconds); writing the arrays to disk on its own (stats' write seconds); and file to disk end
+//   to end, next to the CPU backend's in the same run. Exits 77 when no CUDA device is usable.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -22,6 +28,7 @@
 #include "core/timing.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/gzip_reader.hpp"
+#include "tabular/preprocess_backend.hpp"
 
 uint64_t criteo_baseline(const std::string& input, const std::string& out_dir, uint32_t modulus,
                          double log_offset);
@@ -36,7 +43,7 @@ struct Args {
   std::string input, gz, bin, scratch = "tests/bench/cache/criteo/scratch";
   uint32_t modulus = 5000;
   unsigned threads = 0, repeats = 3, baseline_repeats = 1;
-  bool baseline = true, rss_only = false;
+  bool baseline = true, rss_only = false, cuda = false;
   tabular::DecodeCache cache = tabular::DecodeCache::auto_select;
 };
 
@@ -92,6 +99,133 @@ struct Row {
   uint64_t rows;
 };
 
+// Every file of a run (outputs and vocabulary), byte for byte; stats.json aside.
+bool same_dirs(const fs::path& a, const fs::path& b) {
+  size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(a)) {
+    if (!e.is_regular_file() || e.path().filename() == "stats.json") continue;
+    fs::path rel = fs::relative(e.path(), a);
+    if (!fs::exists(b / rel) || !same_file(e.path(), b / rel)) {
+      std::fprintf(stderr, "criteo_bench: %s differs between %s and %s\n", rel.c_str(), a.c_str(),
+                   b.c_str());
+      return false;
+    }
+    ++n;
+  }
+  return n > 0;
+}
+
+tabular::PreprocessOptions cuda_options(const Args& a, const std::string& input,
+                                        const fs::path& out, tabular::Device device) {
+  tabular::PreprocessOptions o;
+  o.inputs = {input};
+  o.out_dir = out;
+  o.modulus.fill(a.modulus);
+  o.threads = a.threads;
+  o.resume = false;
+  o.device = device;
+  return o;
+}
+
+// The CUDA suite for one input (see the header). Returns 0, or 3 when outputs differ.
+int cuda_input(const Args& a, const std::string& label, const std::string& input,
+               const fs::path& scratch) {
+  using tabular::Device;
+  TimingParams params;
+  params.warmup = 1;
+  params.repeats = a.repeats;
+  // 1. Correctness first: the CPU backend's files and the CUDA backend's, from the file.
+  fs::remove_all(scratch / "cpu");
+  fs::remove_all(scratch / "cuda");
+  tabular::PreprocessStats ref =
+      tabular::preprocess(cuda_options(a, input, scratch / "cpu", Device::cpu));
+  tabular::PreprocessStats chk =
+      tabular::preprocess(cuda_options(a, input, scratch / "cuda", Device::cuda));
+  if (chk.device != "cuda") {
+    std::fprintf(stderr, "criteo_bench: the cuda run ran on %s\n", chk.device.c_str());
+    return 3;
+  }
+  if (chk.rows != ref.rows || !same_dirs(scratch / "cpu", scratch / "cuda")) return 3;
+  const double rows = static_cast<double>(ref.rows);
+  // 2. Pinned host memory -> arrays back in host memory, both passes.
+  tabular::PreprocessStats last;
+  auto compute = measure_self_timed(params, [&](bool) {
+    fs::remove_all(scratch / "mem");
+    tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
+    o.preload_inputs = true;
+    o.discard_outputs = true;
+    last = tabular::preprocess(o);
+    return last.compute_seconds;
+  });
+  tabular::PreprocessStats mem = last;
+  // 3. The same with the arrays written to disk: the write phase alone.
+  double compute_with_writes = 0;
+  auto writes = measure_self_timed(params, [&](bool) {
+    fs::remove_all(scratch / "disk");
+    tabular::PreprocessOptions o = cuda_options(a, input, scratch / "disk", Device::cuda);
+    o.preload_inputs = true;
+    last = tabular::preprocess(o);
+    compute_with_writes = last.compute_seconds;
+    return last.write_seconds;
+  });
+  if (!same_dirs(scratch / "cpu", scratch / "disk")) return 3;
+  // 4. File (page cache) to files, end to end, CUDA and CPU in the same run.
+  auto e2e = [&](Device d, const char* dir) {
+    return measure_self_timed(params, [&](bool) {
+      fs::remove_all(scratch / dir);
+      Stopwatch sw;
+      tabular::preprocess(cuda_options(a, input, scratch / dir, d));
+      return sw.seconds();
+    });
+  };
+  TimingStats cuda_e2e = e2e(Device::cuda, "e2e_cuda");
+  TimingStats cpu_e2e = e2e(Device::cpu, "e2e_cpu");
+  std::printf("%-10s %-44s %9.4f %9.4f %12.0f\n", label.c_str(),
+              "cuda pinned memory -> host arrays, 2 passes", compute.median_s, compute.min_s,
+              compute.median_rate(rows));
+  std::printf(
+      "%-10s %-44s %9.4f %9.4f %12s   (h2d %.4f, kernels %.4f, d2h %.4f s summed; "
+      "%llu chunks; rows kept on the device: %s; %llu logs on the host)\n",
+      "", "  of which device time (CUDA events, 2 streams)",
+      mem.h2d_seconds + mem.kernel_seconds + mem.d2h_seconds, 0.0, "", mem.h2d_seconds,
+      mem.kernel_seconds, mem.d2h_seconds, static_cast<unsigned long long>(mem.device_chunks),
+      mem.decode_cache ? "yes" : "no", static_cast<unsigned long long>(mem.log_values_on_host));
+  std::printf("%-10s %-44s %9.4f %9.4f %12.0f   (compute with writes %.4f s)\n", "",
+              "cuda writing the arrays to disk (npy)", writes.median_s, writes.min_s,
+              writes.median_rate(rows), compute_with_writes);
+  std::printf("%-10s %-44s %9.4f %9.4f %12.0f\n", "", "cuda file -> files, end to end",
+              cuda_e2e.median_s, cuda_e2e.min_s, cuda_e2e.median_rate(rows));
+  std::printf("%-10s %-44s %9.4f %9.4f %12.0f   (%u threads; cuda end to end %.1fx)\n", "",
+              "cpu  file -> files, end to end", cpu_e2e.median_s, cpu_e2e.min_s,
+              cpu_e2e.median_rate(rows), ref.threads, cpu_e2e.median_s / cuda_e2e.median_s);
+  std::fflush(stdout);
+  return 0;
+}
+
+int run_cuda_suite(const Args& a) {
+  if (std::string reason = tabular::criteo_cuda_unavailable_reason(); !reason.empty()) {
+    std::printf("criteo_bench --cuda: skipped: %s\n", reason.c_str());
+    return 77;
+  }
+  fs::path scratch = a.scratch;
+  fs::create_directories(scratch);
+  uint64_t lines = criteo_memchr_lines(a.input);
+  std::printf(
+      "criteo_bench --cuda: %s, %llu rows, modulus %u, %u repeats after 1 warm-up; "
+      "outputs checked equal to the CPU backend's\n",
+      a.input.c_str(), static_cast<unsigned long long>(lines), a.modulus, a.repeats);
+  std::printf("%-10s %-44s %9s %9s %12s\n", "input", "step", "median_s", "min_s", "rows/s");
+  struct In {
+    const char* label;
+    std::string path;
+  };
+  for (const In& in : {In{"utf-8", a.input}, In{"binary", a.bin}, In{"gzip", a.gz}}) {
+    if (in.path.empty()) continue;
+    if (int rc = cuda_input(a, in.label, in.path, scratch / in.label); rc != 0) return rc;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +259,8 @@ int main(int argc, char** argv) {
       a.baseline = false;
     else if (k == "--rss-only")
       a.rss_only = true;
+    else if (k == "--cuda")
+      a.cuda = true;
     else if (k == "--decode-cache") {
       std::string v = val();
       a.cache = v == "on"    ? tabular::DecodeCache::on
@@ -141,6 +277,7 @@ int main(int argc, char** argv) {
                  "[--threads T] [--repeats N] [--no-baseline] [--rss-only]\n");
     return 2;
   }
+  if (a.cuda) return run_cuda_suite(a);
   unsigned threads = a.threads ? a.threads : hardware_threads();
   fs::path scratch = a.scratch;
   fs::create_directories(scratch);

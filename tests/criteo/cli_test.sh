@@ -41,9 +41,24 @@ expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
 expect csv_input 1 "$DLPREP" criteo-preprocess /dev/null "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"
 contains csv_input "$T/csv_input.err" "cli_test.sh:1: "
 contains csv_input "$T/csv_input.err" "dlprep: error: criteo-preprocess"
-expect device_cuda 77 "$DLPREP" criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o3"
-contains device_cuda "$T/device_cuda.err" "no CUDA backend"
+# --device cuda: exit 77 with the reason where CUDA is not built in or no GPU is usable; where one
+# is, the run succeeds on it.
+"$DLPREP" --json criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o3" > "$T/device_cuda.out" 2> "$T/device_cuda.err"
+got=$?
+case $got in
+  77) contains device_cuda "$T/device_cuda.err" "dlprep: error: criteo-preprocess: --device cuda: "
+      echo "ok   device_cuda (exit 77: $(head -1 "$T/device_cuda.err"))" ;;
+  0) contains device_cuda "$T/device_cuda.out" '"device": "cuda"'
+     echo "ok   device_cuda (exit 0: ran on the GPU)" ;;
+  *) echo "FAIL device_cuda: exit $got"; sed 's/^/  stderr: /' "$T/device_cuda.err"; fail=1 ;;
+esac
 expect force_fpga 77 env DLPREP_FORCE_DEVICE=fpga "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o3"
+contains force_fpga "$T/force_fpga.err" "--device fpga: "
+expect force_cpu 0 env DLPREP_FORCE_DEVICE=cpu "$DLPREP" --json criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o7"
+contains force_cpu "$T/force_cpu.out" '"device": "cpu"'
+expect device_auto 0 "$DLPREP" --json criteo-preprocess --device auto "$S/deepctr_200.tsv" -o "$T/o8"
+contains device_auto "$T/device_auto.out" '"device": "c'
+expect bad_force 2 env DLPREP_FORCE_DEVICE=gpu "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o9"
 expect max_memory 1 "$DLPREP" criteo-preprocess --max-memory 1M "$S/deepctr_200.tsv" -o "$T/o3"
 contains max_memory "$T/max_memory.err" "max-memory"
 expect skip_bad 0 "$DLPREP" criteo-preprocess --on-bad-row skip "$S/deepctr_200.tsv" "$SRC/tests/criteo/cli_test.sh" -o "$T/o4"

@@ -1,5 +1,6 @@
-// dlprep convert-dataset SRC DST --to FMT[:OPTS] | --mix FMT:RATIO,…: a dataset in one or several
-// formats (man/dlprep-convert-dataset.1). The work is lib/dataset/convert.cpp's.
+// dlprep convert-dataset SRC DST --to FMT[:OPTS] | --mix FMT:RATIO,… | --mix-from REPORT: a
+// dataset in one or several formats, optionally resized (man/dlprep-convert-dataset.1). The work
+// is lib/dataset/convert.cpp's.
 #include <charconv>
 #include <chrono>
 #include <memory>
@@ -7,8 +8,11 @@
 
 #include "command.hpp"
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "dataset/convert.hpp"
+#include "dataset/tar_shards.hpp"
 #include "output.hpp"
+#include "profile/report.hpp"
 #include "version.hpp"
 
 namespace dlprep::cli {
@@ -17,11 +21,14 @@ namespace {
 constexpr const char* kCommand = "convert-dataset";
 
 struct ConvertDatasetOptions {
-  std::string source, destination, to, mix, shard, on_error = "fail";
+  std::string source, destination, to, mix, shard, shards, on_error = "fail";
   uint64_t seed = 0;
   uint64_t max_errors = 0;
   bool max_errors_given = false;
+  bool shards_given = false;
   bool force = false;
+  std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
+  bool center_crop = false, mix_from_given = false;
 };
 
 // "K/N" with 0 <= K < N.
@@ -36,6 +43,44 @@ void parse_shard(const std::string& text, uint32_t& index, uint32_t& count) {
       !number(all.substr(slash + 1), count) || count == 0 || index >= count)
     throw Error(Errc::invalid_argument,
                 "--shard: '" + text + "' is not K/N with 0 <= K < N (e.g. 0/4)");
+}
+
+// --resize, --max-side and --center-crop as the library's transform.
+image::Transform transform_of(const ConvertDatasetOptions& o) {
+  image::Transform t;
+  if (!o.resize.empty()) {
+    try {
+      t.resize = image::parse_size(o.resize);
+    } catch (const Error& e) {
+      throw e.with_context("--resize");
+    }
+  }
+  if (!o.max_side.empty()) {
+    uint32_t n = 0;
+    auto [end, ec] = std::from_chars(o.max_side.data(), o.max_side.data() + o.max_side.size(), n);
+    if (ec != std::errc() || end != o.max_side.data() + o.max_side.size() || n == 0 ||
+        n > limits::kMaxSide)
+      throw Error(Errc::invalid_argument, "--max-side: '" + o.max_side + "' is not 1 to " +
+                                              std::to_string(limits::kMaxSide) + " pixels");
+    t.max_side = n;
+  }
+  t.center_crop = o.center_crop;
+  if (t.center_crop && t.resize.width == 0)
+    throw Error(Errc::invalid_argument,
+                "--center-crop needs --resize WxH (it crops to that aspect ratio)");
+  return t;
+}
+
+// --mix-from REPORT: the mix a profile-mix report chose. A report that cannot be used is a bad
+// option value (exit 2), and the message names the file.
+std::vector<dataset::MixEntry> mix_from_report(const std::string& path) {
+  try {
+    return dataset::parse_mix(profile::read_report_mix(path));
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.rfind(path, 0) != 0) what = path + ": " + what;
+    throw Error(Errc::invalid_argument, "--mix-from: " + what);
+  }
 }
 
 Json report(const dataset::ConvertResult& r, double seconds) {
@@ -53,6 +98,8 @@ Json report(const dataset::ConvertResult& r, double seconds) {
           {"dataset_bytes", m.bytes},
           {"classes", m.classes.size()},
           {"shard", std::to_string(m.shard_index) + "/" + std::to_string(m.shard_count)},
+          {"layout", m.layout},
+          {"shard_files", m.shard_files},
           {"seconds", seconds},
           {"formats", formats}};
 }
@@ -63,11 +110,21 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   c.destination = o.destination;
   if (!o.to.empty()) {
     c.mix = {{dataset::parse_target(o.to), 1.0}};
+  } else if (o.mix_from_given) {
+    c.mix = mix_from_report(o.mix_from);
   } else {
     c.mix = dataset::parse_mix(o.mix);
   }
+  c.transform = transform_of(o);
   c.seed = o.seed;
   if (!o.shard.empty()) parse_shard(o.shard, c.shard_index, c.shard_count);
+  if (o.shards_given) {
+    try {
+      c.max_shard_bytes = dataset::parse_shard_size(o.shards);
+    } catch (const Error& e) {
+      throw e.with_context("--shards");
+    }
+  }
   c.skip_errors = o.on_error == "skip";
   if (o.max_errors_given) {
     if (!c.skip_errors) throw Error(Errc::invalid_argument, "--max-errors needs --on-error skip");
@@ -122,9 +179,33 @@ Action add_convert_dataset_command(CLI::App& app) {
                   ->type_name("FMT[:OPTS]:RATIO,...");
   to->excludes(mix);
   mix->excludes(to);
+  auto* mix_from =
+      cmd->add_option("--mix-from", o->mix_from,
+                      "use the mix a profile-mix report chose (dlprep profile-mix -o REPORT)")
+          ->type_name("REPORT")
+          ->each([o](const std::string&) { o->mix_from_given = true; });
+  mix_from->excludes(to)->excludes(mix);
+  to->excludes(mix_from);
+  mix->excludes(mix_from);
+  auto* resize = cmd->add_option("--resize", o->resize,
+                                 "resize every image to exactly WxH pixels (Lanczos-3); "
+                                 "stretches unless --center-crop")
+                     ->type_name("WxH");
+  auto* max_side = cmd->add_option("--max-side", o->max_side,
+                                   "shrink images whose longer side exceeds N to exactly N, "
+                                   "keeping the aspect ratio (never enlarges)")
+                       ->type_name("N");
+  resize->excludes(max_side);
+  max_side->excludes(resize);
+  cmd->add_flag("--center-crop", o->center_crop,
+                "with --resize: first crop the largest centred region with WxH's aspect ratio");
   cmd->add_option("--seed", o->seed, "seed of the mix assignment")->capture_default_str();
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
       ->type_name("K/N");
+  cmd->add_option("--shards", o->shards,
+                  "write tar shards of at most SIZE (e.g. 1GiB, 500MB) instead of a file tree")
+      ->type_name("SIZE")
+      ->each([o](const std::string&) { o->shards_given = true; });
   cmd->add_option("--on-error", o->on_error,
                   "a sample that cannot be read or decoded: fail (stop) or skip (leave it out)")
       ->type_name("fail|skip")
@@ -139,23 +220,46 @@ Action add_convert_dataset_command(CLI::App& app) {
       "SRC is a directory tree whose first-level folders are the class labels (ImageFolder), a\n"
       "list file with one PATH or PATH<TAB>LABEL per line, or an existing dlprep dataset. Images\n"
       "are recognised by their magic bytes, never their names; hidden files are skipped.\n"
-      "Exactly one of --to and --mix is required. With --mix every sample is assigned a format\n"
-      "by a seeded hash of its key, stratified so that every class gets the ratios; the same\n"
-      "seed gives the same assignment on every run, machine, shard and -j.\n"
+      "Exactly one of --to, --mix and --mix-from is required. With --mix every sample is\n"
+      "assigned a format by a seeded hash of its key, stratified so that every class gets the\n"
+      "ratios; the same seed gives the same assignment on every run, machine, shard and -j.\n"
+      "--mix-from REPORT takes the mix from a profile-mix report (its \"mix\").\n"
+      "\n"
+      "Images can be resized after decoding, with Lanczos-3 (the same pixels as PIL's\n"
+      "Image.resize(size, Image.LANCZOS)). --resize WxH makes every image exactly WxH,\n"
+      "stretching it if its aspect ratio differs; with --center-crop it first crops the largest\n"
+      "centred region with WxH's aspect ratio, so nothing is distorted. --max-side N shrinks\n"
+      "only images whose longer side exceeds N: that side becomes N, the other\n"
+      "round(side * N / longer side), at least 1. The transform is recorded in dataset.json; a\n"
+      "rerun with another one reconverts every sample. A source already in the target format is\n"
+      "copied byte for byte only when the transform leaves its pixels unchanged.\n"
       "\n"
       "DST gets dataset.json (summary), samples.jsonl (one line per sample: key, label, format,\n"
       "location, bytes, width, height, channels, crc32) and data/<key>.<ext>. A rerun converts\n"
       "only samples whose file is missing, older than its source, or made with other options;\n"
       "an interrupted run (exit 130) resumes. Samples are converted in parallel (-j).\n"
       "\n"
+      "With --shards SIZE the data are tar shards in the WebDataset convention instead:\n"
+      "data/shard-NNNNNN.tar (data/part-K-of-N-NNNNNN.tar with --shard K/N), samples in source\n"
+      "order, each as <key>.<ext> plus <key>.cls (the class index: the label's position in\n"
+      "tar.labels of dataset.json); index records add the member's data offset. Read them with\n"
+      "e.g. webdataset.WebDataset(\"DST/data/shard-{000000..000009}.tar\").decode(\"pil\").\n"
+      "A rerun keeps the shards whose samples are all up to date and rewrites from the first\n"
+      "stale one on.\n"
+      "\n"
       "Examples:\n"
       "  dlprep convert-dataset train/ train-l3/ --to l3\n"
       "  dlprep -j16 convert-dataset train/ train-mix/ --mix png:0.7,bmp:0.3 --seed 1\n"
       "  dlprep convert-dataset train/ part3/ --to l3 --shard 3/8   # then: dlprep dataset "
-      "merge\n");
-  return [o, to, mix](const Globals& globals) {
-    if (to->count() == 0 && mix->count() == 0)
-      throw Error(Errc::invalid_argument, "one of --to and --mix is required");
+      "merge\n"
+      "  dlprep -j16 convert-dataset train/ train-tar/ --to jpeg:95 --shards 1GiB\n"
+      "  dlprep convert-dataset photos/ fhd/ --to png --resize 1920x1080 --center-crop\n"
+      "  dlprep convert-dataset train/ small/ --to jpeg:90 --max-side 512\n"
+      "  dlprep profile-mix train/ --formats png,bmp -o mix.json\n"
+      "  dlprep convert-dataset train/ train-mix/ --mix-from mix.json\n");
+  return [o, to, mix, mix_from](const Globals& globals) {
+    if (to->count() == 0 && mix->count() == 0 && mix_from->count() == 0)
+      throw Error(Errc::invalid_argument, "one of --to, --mix and --mix-from is required");
     return run_convert(*o, globals);
   };
 }

@@ -39,7 +39,7 @@ struct CriteoCliOptions {
   bool no_vocab = false;
   std::string device = "cpu";
   std::string decode_cache = "auto";
-  size_t chunk_mb = 16;
+  size_t chunk_mb = 0;  // 0: the backend's default
   // Which options were given, so that they override the preset.
   std::map<std::string, CLI::Option*> given;
 };
@@ -159,10 +159,11 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
                    std::to_string(d.input_bytes), d.skipped ? "up to date" : "written"});
   table.print();
   std::printf(
-      "%llu rows in %s s (%s rows/s, %u threads; pass 1 %s s%s, pass 2 %s s), peak RSS %s\n",
+      "%llu rows in %s s (%s rows/s, %s; pass 1 %s s%s, pass 2 %s s), peak RSS %s\n",
       static_cast<unsigned long long>(stats.rows), format_fixed(stats.total_seconds, 3).c_str(),
       format_fixed(stats.total_seconds > 0 ? stats.rows / stats.total_seconds : 0, 0).c_str(),
-      stats.threads, format_fixed(stats.pass1_seconds, 3).c_str(),
+      stats.device == "cpu" ? (std::to_string(stats.threads) + " threads").c_str() : "cuda",
+      format_fixed(stats.pass1_seconds, 3).c_str(),
       stats.vocab_reused ? " (vocabulary reused)" : "",
       format_fixed(stats.pass2_seconds, 3).c_str(), format_bytes(stats.peak_rss_bytes).c_str());
   return kExitOk;
@@ -233,7 +234,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_flag("--no-resume", c->no_resume,
                 "rebuild everything even if a matching vocabulary and day outputs exist");
   cmd->add_flag("--no-vocab", c->no_vocab, "do not write OUTDIR/vocab (disables resume of pass 1)");
-  cmd->add_option("--device", c->device, "backend (DLPREP_FORCE_DEVICE overrides)")
+  cmd->add_option("--device", c->device,
+                  "where the passes run: cpu, cuda (the GPU; byte-identical outputs), fpga (not "
+                  "built yet), auto (cuda when usable, else cpu); DLPREP_FORCE_DEVICE overrides")
       ->check(CLI::IsMember({"cpu", "cuda", "fpga", "auto"}))
       ->capture_default_str();
   cmd->add_option("--decode-cache", c->decode_cache,
@@ -241,15 +244,17 @@ Action add_criteo_preprocess_command(CLI::App& app) {
                   "pass 2 instead of decoding the text twice (auto: when there is room)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  cmd->add_option("--chunk-mb", c->chunk_mb, "input MiB decoded per step (bounds memory)")
-      ->check(CLI::Range(1, 4096))
+  cmd->add_option("--chunk-mb", c->chunk_mb,
+                  "input MiB decoded per step (bounds memory); 0: 16 on the cpu, 64 on cuda")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   cmd->footer(
       "Two passes over the input: pass 1 builds per-column vocabularies in order of first\n"
       "appearance (with counts); pass 2 maps values to contiguous IDs and writes the arrays.\n"
       "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json. Memory is bounded\n"
       "by the vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"
-      "finished days. See man dlprep-criteo-preprocess.\n"
+      "finished days. --device cuda runs both passes on the GPU; without CUDA in this build or\n"
+      "without a device it exits 77 with the reason. See man dlprep-criteo-preprocess.\n"
       "\n"
       "Examples:\n"
       "  dlprep criteo-preprocess --preset piper train.txt -o out/\n"

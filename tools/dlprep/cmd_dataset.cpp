@@ -51,6 +51,12 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   std::cout << "\nsamples:  " << m.samples << " in " << m.classes.size()
             << (m.classes.size() == 1 ? " class" : " classes") << ", " << format_bytes(m.bytes);
   if (m.failed > 0) std::cout << " (" << m.failed << " source samples failed and were skipped)";
+  if (m.layout == "tar")
+    std::cout << "\nlayout:   tar, " << m.shard_files << (m.shard_files == 1 ? " shard" : " shards")
+              << " of at most " << format_bytes(m.max_shard_bytes) << ", " << m.labels.size()
+              << (m.labels.size() == 1 ? " class" : " classes") << " in .cls";
+  else
+    std::cout << "\nlayout:   files (data/KEY.EXT)";
   std::cout << "\ncreated:  " << m.created << " by " << m.tool << "\n\n";
   Table table({"format", "samples", "share", "bytes", "bytes/sample"});
   for (const auto& [name, c] : m.formats)
@@ -145,7 +151,8 @@ Action add_dataset_command(CLI::App& app) {
   CLI::App* ds = app.add_subcommand("dataset", "summarise, verify and merge dlprep datasets");
   ds->require_subcommand(1);
   ds->footer(
-      "A dlprep dataset is what convert-dataset writes: dataset.json, samples.jsonl and data/.\n"
+      "A dlprep dataset is what convert-dataset writes: dataset.json, samples.jsonl and data/\n"
+      "(a file tree, or tar shards with --shards).\n"
       "Run 'dlprep dataset SUBCOMMAND --help' for each subcommand.\n"
       "\n"
       "Examples:\n"
@@ -156,16 +163,19 @@ Action add_dataset_command(CLI::App& app) {
   CLI::App* info = ds->add_subcommand("info", "summary of a dataset: source, mix, counts");
   info->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
   info->footer(
-      "Prints the source, the mix, the samples and bytes per format (and per class with -v)\n"
-      "from dataset.json; --json prints the whole manifest.\n");
+      "Prints the source, the mix, the layout (files, or tar and its number of shards), the\n"
+      "samples and bytes per format (and per class with -v) from dataset.json; --json prints\n"
+      "the whole manifest.\n");
 
   CLI::App* verify = ds->add_subcommand(
       "verify", "check every sample: exists, size, crc32, format, decodes to its shape");
   verify->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
   verify->footer(
-      "Reads every file of the index (in parallel with -j) and decodes it. A sample that is\n"
-      "missing or whose size, crc32, format or shape differs from the index is named on stderr\n"
-      "and the exit status is 3; a file that matches its checksum but does not decode gives 1.\n"
+      "Reads every file of the index (in parallel with -j) and decodes it; in a tar dataset\n"
+      "every member, found under its own header at the recorded offset, followed by its .cls.\n"
+      "A sample that is missing or whose size, crc32, format or shape differs from the index is\n"
+      "named on stderr and the exit status is 3; a file that matches its checksum but does not\n"
+      "decode gives 1.\n"
       "An incomplete dataset (an interrupted conversion) is also a difference.\n");
 
   CLI::App* merge = ds->add_subcommand("merge", "join the shards of a --shard K/N conversion");
@@ -176,7 +186,8 @@ Action add_dataset_command(CLI::App& app) {
   merge->footer(
       "Every shard 0..N-1 of one conversion (same SRC, mix and seed) must be given, each\n"
       "complete. Their indices are merged in source order, so OUT equals what one unsharded run\n"
-      "would have written; data files are hard-linked into OUT (copied across file systems).\n"
+      "would have written; data files (or tar shards) are hard-linked into OUT (copied across\n"
+      "file systems).\n"
       "\n"
       "Example (a Slurm array of 8 tasks, then one merge):\n"
       "  dlprep convert-dataset train/ parts/$SLURM_ARRAY_TASK_ID --to l3 \\\n"

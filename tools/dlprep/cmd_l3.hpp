@@ -1,6 +1,9 @@
 // The `l3` command's subcommands, one file each (cmd_l3.cpp only dispatches).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "command.hpp"
 
 namespace dlprep::cli {
@@ -9,5 +12,18 @@ Action add_l3_encode_command(CLI::App& l3);  // cmd_l3_convert.cpp
 Action add_l3_decode_command(CLI::App& l3);  // cmd_l3_convert.cpp
 Action add_l3_verify_command(CLI::App& l3);  // cmd_l3_verify.cpp
 Action add_l3_bench_command(CLI::App& l3);   // cmd_l3_bench.cpp
+
+/// `l3 bench --device/--batch`: the batch-decoder benchmark (cmd_l3_bench_device.cpp).
+struct BenchDeviceOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> jpegs;  ///< --jpeg: the same pictures as JPEG, for nvJPEG
+  std::string device;              ///< cpu, cuda or auto (empty: auto)
+  std::string batches;             ///< --batch list (empty: 1,16,64,256)
+  std::string layouts;             ///< --layout list (empty: nhwc-u8,nchw-f16)
+  unsigned repeats = 5;
+  unsigned depth = 2;
+  double max_seconds = 0;
+};
+int run_l3_device_bench(const BenchDeviceOptions& options, const Globals& globals);
 
 }  // namespace dlprep::cli

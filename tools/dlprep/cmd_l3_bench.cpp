@@ -1,5 +1,6 @@
 // dlprep l3 bench INPUT…: the codec benchmark (image::run_codec_bench) on the user's own images:
 // compression ratio and encode/decode MB/s of L3 against PNG, WebP and JPEG, every decode checked.
+// With --device or --batch: the batch-decoder benchmark instead (cmd_l3_bench_device.cpp).
 #include <algorithm>
 #include <charconv>
 #include <iostream>
@@ -29,6 +30,13 @@ struct BenchOptions {
   std::string threads;  // empty: 1 and -j
   unsigned repeats = 5;
   double max_seconds = 0;
+  // The batch-decoder benchmark (any of these selects it).
+  std::string device, batches, layouts;
+  std::vector<std::string> jpegs;
+  unsigned depth = 2;
+  bool device_mode() const {
+    return !device.empty() || !batches.empty() || !layouts.empty() || !jpegs.empty();
+  }
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -149,6 +157,22 @@ Json to_json(const image::CodecBenchReport& report, const image::CodecBenchParam
 }
 
 int run_bench(const BenchOptions& options, const Globals& globals) {
+  if (options.device_mode()) {
+    if (!options.codecs.empty() || !options.threads.empty())
+      throw Error(Errc::invalid_argument,
+                  "--codecs and --threads choose the codec benchmark; --device, --batch, --layout "
+                  "and --jpeg the batch-decoder benchmark: not both");
+    BenchDeviceOptions device;
+    device.inputs = options.inputs;
+    device.jpegs = options.jpegs;
+    device.device = options.device;
+    device.batches = options.batches;
+    device.layouts = options.layouts;
+    device.repeats = options.repeats;
+    device.depth = options.depth;
+    device.max_seconds = options.max_seconds;
+    return run_l3_device_bench(device, globals);
+  }
   image::CodecBenchParams params;
   params.codecs = options.codecs.empty() ? default_codecs() : split_list(options.codecs);
   if (params.codecs.empty()) throw Error(Errc::invalid_argument, "--codecs: empty list");
@@ -246,6 +270,22 @@ Action add_l3_bench_command(CLI::App& l3) {
       ->type_name("S")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber.description(""));
+  cmd->add_option("--device", options->device,
+                  "batch-decoder benchmark on cpu, cuda, or auto (cuda when present)")
+      ->type_name("DEVICE")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}).description(""));
+  cmd->add_option("--batch", options->batches, "batch sizes (default: 1,16,64,256)")
+      ->type_name("LIST");
+  cmd->add_option("--layout", options->layouts, "tensor layouts (default: nhwc-u8,nchw-f16)")
+      ->type_name("LIST");
+  cmd->add_option("--jpeg", options->jpegs, "the same images as JPEG, for the nvJPEG baseline")
+      ->type_name("FILE|DIR")
+      ->expected(1)  // one per --jpeg, so that the inputs may follow it
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--depth", options->depth, "batches in flight in the end-to-end pipeline")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 16u).description(""));
   cmd->footer(
       "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"
       "patches instead of images); png, png:LEVEL (default 6); webp, webp:EFFORT (lossless);\n"
@@ -260,9 +300,20 @@ Action add_l3_bench_command(CLI::App& l3) {
       "Ratios are compressed/raw bytes; MB/s are megabytes of raw (decoded) pixels per second,\n"
       "median and best of the timed runs. memcpy is the ceiling.\n"
       "\n"
+      "With --device (or --batch, --layout, --jpeg): the batch-decoder benchmark instead. The\n"
+      "inputs (L3 files, or images encoded to L3) are repeated to each --batch size; per size it\n"
+      "measures the device-resident decode (input already on the device, kernel time), the\n"
+      "end-to-end decode from pinned host memory with --depth batches in flight (and from\n"
+      "pageable memory), the copy ceilings (pinned H2D / compression ratio), the batch-1\n"
+      "latency, PNG and L3 on -j host threads, and nvJPEG on the --jpeg files (same order as the\n"
+      "inputs) when this build has it. Every tensor is compared with the CPU decoder's first\n"
+      "(a difference: exit 3). --device cuda without CUDA in the build or a GPU: exit 77.\n"
+      "Layouts: nhwc-u8, nchw-f32, nchw-f16 (the float layouts with ImageNet's mean/std).\n"
+      "\n"
       "Examples:\n"
       "  dlprep l3 bench photos/\n"
-      "  dlprep --json l3 bench photos/ --codecs l3,png --threads 1,4 --repeats 3 > bench.json\n");
+      "  dlprep --json l3 bench photos/ --codecs l3,png --threads 1,4 --repeats 3 > bench.json\n"
+      "  dlprep l3 bench --device cuda fhd-l3/ --jpeg fhd-jpeg/ --batch 1,16,64,256\n");
   return [options](const Globals& globals) { return run_bench(*options, globals); };
 }
 

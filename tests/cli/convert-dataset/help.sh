@@ -4,7 +4,8 @@
 # --help: stdout, exit 0, the options and examples; the command is listed by dlprep --help.
 dlprep convert-dataset --help >help.txt
 grep -q '^Usage: dlprep convert-dataset' help.txt || fail "no usage line"
-for opt in --to --mix --seed --shard --on-error --max-errors --force; do
+for opt in --to --mix --mix-from --seed --shard --on-error --max-errors --force --resize \
+  --max-side --center-crop; do
   grep -q -- "$opt" help.txt || fail "$opt not in --help"
 done
 grep -q '^Examples:' help.txt || fail "no examples"

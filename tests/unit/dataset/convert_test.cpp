@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,6 +146,33 @@ TEST_CASE("changed options make that format's files stale") {
   ConvertResult r = convert_dataset(options(src, dst, "l3:8"));
   CHECK(r.converted == 14);
   CHECK(convert_dataset(options(src, dst, "l3:8")).converted == 0);
+}
+
+TEST_CASE("a transform resizes every sample, is recorded, and a changed one reconverts all") {
+  fs::path root = scratch("transform");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  ConvertOptions o = options(src, dst, "bmp");
+  o.transform.resize = {16, 9};
+  o.transform.center_crop = true;
+  ConvertResult r = convert_dataset(o);
+  CHECK(r.converted == 14);  // the bmp source too: its pixels changed, so it is not copied
+  CHECK(r.manifest.transform == "resize=16x9,center-crop");
+  CHECK(read_manifest(dst).transform == "resize=16x9,center-crop");
+  IndexReader reader(dst / kIndexName);
+  SampleRecord record;
+  int n = 0;
+  for (; reader.next(record); ++n) CHECK((record.shape.width == 16 && record.shape.height == 9));
+  CHECK(n == 14);
+  CHECK(verify(dst).ok == 14);
+  CHECK(convert_dataset(o).up_to_date == 14);
+  o.transform.resize = {8, 8};
+  CHECK(convert_dataset(o).converted == 14);
+  ConvertResult plain = convert_dataset(options(src, dst, "bmp"));
+  CHECK(plain.converted == 14);
+  CHECK(plain.manifest.transform.empty());
+  o.transform.max_side = 4;  // with resize: inconsistent
+  CHECK_THROWS_AS(convert_dataset(o), Error);
 }
 
 TEST_CASE("shards merge into exactly the unsharded dataset") {
@@ -290,4 +318,209 @@ TEST_CASE("a destination inside the source tree is not read back as source") {
   // Another dataset nested in the tree is skipped as well.
   ConvertResult other = convert_dataset(options(src, root / "elsewhere", "l3"));
   CHECK(other.manifest.samples == 14);
+}
+
+namespace {
+
+ConvertOptions tar_options(const fs::path& src, const fs::path& dst, const std::string& mix,
+                           uint64_t max_shard_bytes) {
+  ConvertOptions o = options(src, dst, mix);
+  o.max_shard_bytes = max_shard_bytes;
+  return o;
+}
+
+// The records without where they are stored: what sharded and unsharded runs share.
+std::string records_without_location(const fs::path& index) {
+  std::string out;
+  IndexReader reader(index);
+  SampleRecord r;
+  while (reader.next(r)) {
+    r.location.clear();
+    r.offset.reset();
+    out += format_record(r) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a tar-layout conversion verifies and a rerun keeps every shard") {
+  fs::path root = scratch("tar");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  ConvertResult r = convert_dataset(tar_options(src, dst, "bmp", 400000));
+  CHECK(r.manifest.layout == "tar");
+  CHECK(r.manifest.samples == 14);
+  CHECK(r.manifest.shard_files >= 3);
+  CHECK(r.manifest.labels == std::vector<std::string>{"alpha", "beta", "gamma"});
+  CHECK(fs::exists(dst / "data" / "shard-000000.tar"));
+  CHECK_FALSE(fs::exists(dst / "data" / "alpha"));
+  VerifyResult v = verify(dst);
+  CHECK(v.ok == 14);
+  CHECK(v.dataset_problems == 0);
+  CHECK(read_manifest(dst).shard_files == r.manifest.shard_files);
+
+  std::string index = slurp(dst / kIndexName);
+  auto shard_mtime = mtime_ns(dst / "data" / "shard-000001.tar");
+  ConvertResult again = convert_dataset(tar_options(src, dst, "bmp", 400000));
+  CHECK(again.converted == 0);
+  CHECK(again.up_to_date == 14);
+  CHECK(slurp(dst / kIndexName) == index);
+  CHECK(mtime_ns(dst / "data" / "shard-000001.tar") == shard_mtime);
+
+  // Without the index (an interrupted first run), the records are rebuilt from the shards.
+  fs::remove(dst / kIndexName);
+  ConvertResult rebuilt = convert_dataset(tar_options(src, dst, "bmp", 400000));
+  CHECK(rebuilt.converted == 0);
+  CHECK(slurp(dst / kIndexName) == index);
+
+  // The same samples with another thread count give the same shards and index.
+  auto o1 = tar_options(src, root / "one", "bmp", 400000);
+  o1.threads = 1;
+  convert_dataset(o1);
+  CHECK(slurp(root / "one" / kIndexName) == index);
+  CHECK(slurp(root / "one" / "data" / "shard-000000.tar") ==
+        slurp(dst / "data" / "shard-000000.tar"));
+
+  // A touched source: its shard and the ones after it are rewritten, the ones before kept.
+  std::vector<fs::path> sources;
+  for (const auto& e : fs::recursive_directory_iterator(src))
+    if (e.is_regular_file() && e.path().extension() != ".txt") sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());  // the walk's order: the last one is in the last shard
+  auto first_mtime = mtime_ns(dst / "data" / "shard-000000.tar");
+  fs::last_write_time(sources.back(), fs::file_time_type::clock::now());
+  ConvertResult touched = convert_dataset(tar_options(src, dst, "bmp", 400000));
+  CHECK(touched.converted >= 1);
+  CHECK(touched.converted < 14);
+  CHECK(mtime_ns(dst / "data" / "shard-000000.tar") == first_mtime);
+  CHECK(verify(dst).ok == 14);
+  CHECK(slurp(dst / kIndexName) == index);
+}
+
+TEST_CASE("changing the layout or the shard size removes the other layout's data") {
+  fs::path root = scratch("tar-switch");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  convert_dataset(options(src, dst, "l3"));
+  CHECK(fs::exists(dst / "data" / "alpha"));
+  convert_dataset(tar_options(src, dst, "l3", 1 << 20));
+  CHECK_FALSE(fs::exists(dst / "data" / "alpha"));
+  CHECK(verify(dst).ok == 14);
+  uint64_t before = read_manifest(dst).shard_files;
+  ConvertResult smaller = convert_dataset(tar_options(src, dst, "l3", 200000));
+  CHECK(smaller.converted == 14);
+  CHECK(smaller.manifest.shard_files > before);
+  CHECK(verify(dst).ok == 14);
+  ConvertResult back = convert_dataset(options(src, dst, "l3"));
+  CHECK(back.converted == 14);
+  for (const auto& e : fs::recursive_directory_iterator(dst / "data"))
+    CHECK(e.path().extension() != ".tar");
+  CHECK(verify(dst).ok == 14);
+  ConvertResult forced = convert_dataset([&] {
+    auto o = tar_options(src, dst, "l3", 200000);
+    o.force = true;
+    return o;
+  }());
+  CHECK(forced.converted == 14);
+}
+
+TEST_CASE("tar parts merge into the unsharded samples; a tar dataset is a source") {
+  fs::path root = scratch("tar-parts");
+  fs::path src = make_tree(root);
+  convert_dataset(tar_options(src, root / "all", "l3:0.6,bmp:0.4", 300000));
+  MergeOptions m;
+  m.output = root / "merged";
+  m.tool = "dlprep test";
+  for (uint32_t k = 0; k < 3; ++k) {
+    auto o = tar_options(src, root / ("part" + std::to_string(k)), "l3:0.6,bmp:0.4", 300000);
+    o.shard_index = k;
+    o.shard_count = 3;
+    convert_dataset(o);
+    CHECK(fs::exists(o.destination / "data" / ("part-" + std::to_string(k) + "-of-3-000000.tar")));
+    m.inputs.push_back(o.destination);
+  }
+  Manifest merged = merge_datasets(m);
+  CHECK(merged.samples == 14);
+  CHECK(merged.layout == "tar");
+  CHECK(records_without_location(root / "merged" / kIndexName) ==
+        records_without_location(root / "all" / kIndexName));
+  CHECK(verify(root / "merged").ok == 14);
+  // Parts with another shard size do not belong together.
+  auto odd = tar_options(src, root / "odd", "l3:0.6,bmp:0.4", 100000);
+  odd.shard_index = 2;
+  odd.shard_count = 3;
+  convert_dataset(odd);
+  m.inputs.back() = root / "odd";
+  m.output = root / "merged2";
+  CHECK_THROWS_AS(merge_datasets(m), Error);
+
+  // The tar dataset as the source of a file tree and of another tar dataset.
+  ConvertResult files = convert_dataset(options(root / "all", root / "png", "png"));
+  CHECK(files.manifest.samples == 14);
+  CHECK(verify(root / "png").ok == 14);
+  ConvertResult tar = convert_dataset(tar_options(root / "merged", root / "retar", "bmp", 1 << 20));
+  CHECK(tar.manifest.samples == 14);
+  CHECK(verify(root / "retar").ok == 14);
+}
+
+TEST_CASE("a hostile tar index is corrupt data naming its line, never a crash") {
+  fs::path root = scratch("tar-hostile");
+  fs::path src = make_tree(root);
+  fs::path ds = root / "ds";
+  convert_dataset(tar_options(src, ds, "bmp", uint64_t{1} << 30));  // one shard
+  std::string index = slurp(ds / kIndexName);
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos < index.size();) {
+    size_t nl = index.find('\n', pos);
+    lines.push_back(index.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  auto with_line = [&](size_t n, const std::function<void(SampleRecord&)>& change) {
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i == n) {
+        SampleRecord r = parse_record(lines[i]);
+        change(r);
+        text += format_record(r) + "\n";
+      } else {
+        text += lines[i] + "\n";
+      }
+    }
+    std::ofstream(ds / kIndexName, std::ios::binary) << text;
+  };
+  struct Case {
+    const char* what;
+    std::function<void(SampleRecord&)> change;
+  } cases[] = {
+      {"past the end", [](SampleRecord& r) { r.offset = uint64_t{1} << 40; }},
+      {"huge size", [](SampleRecord& r) { r.bytes = ~uint64_t{0}; }},
+      {"unaligned", [](SampleRecord& r) { *r.offset += 3; }},
+      {"overlapping", [&](SampleRecord& r) { r.offset = parse_record(lines[2]).offset; }},
+      {"zero", [](SampleRecord& r) { r.offset = 0; }},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    with_line(3, c.change);
+    try {
+      convert_dataset(options(ds, root / "out", "png"));
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::corrupt_data);
+      CHECK(std::string(e.what()).find(kIndexName + std::string(":4")) != std::string::npos);
+    }
+    VerifyResult v = verify(ds);
+    CHECK(v.ok == 13);
+    CHECK(v.mismatched == 1);
+  }
+  // An index that names another member there: that sample fails, naming the shard and member.
+  with_line(3, [&](SampleRecord& r) { r.key += "x"; });
+  auto o = options(ds, root / "out2", "png");
+  o.skip_errors = true;
+  std::vector<std::string> warnings;
+  o.warning = [&](const std::string& w) { warnings.push_back(w); };
+  ConvertResult r = convert_dataset(o);
+  CHECK(r.failed == 1);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("shard-000000.tar(") != std::string::npos);
+  CHECK(warnings[0].find("is for") != std::string::npos);
 }

@@ -98,6 +98,25 @@ TEST_CASE("the manifest round-trips through dataset.json") {
   CHECK(back.targets[1].spec == "bmp");
 }
 
+TEST_CASE("the transform is kept in the parameters; none is null and reads back as none") {
+  Manifest m;
+  m.source_kind = "directory";
+  m.source_path = "src/";
+  m.transform = "resize=1920x1080,center-crop";
+  std::string text = manifest_to_json(m);
+  CHECK(text.find(R"("transform": "resize=1920x1080,center-crop")") != std::string::npos);
+  CHECK(manifest_from_json(text).transform == m.transform);
+  m.transform.clear();
+  text = manifest_to_json(m);
+  CHECK(text.find(R"("transform": null)") != std::string::npos);
+  CHECK(manifest_from_json(text).transform.empty());
+  // A manifest written before transforms existed has no key at all.
+  size_t at = text.find(",\n    \"transform\": null");
+  REQUIRE(at != std::string::npos);
+  text.erase(at, std::string(",\n    \"transform\": null").size());
+  CHECK(manifest_from_json(text).transform.empty());
+}
+
 TEST_CASE("another schema or broken JSON is refused with the file named") {
   CHECK_THROWS_AS(manifest_from_json("{"), Error);
   try {
@@ -128,4 +147,41 @@ TEST_CASE("crc32 is zlib's") {
   const char* text = "123456789";
   CHECK(crc32_of(ByteSpan(reinterpret_cast<const uint8_t*>(text), 9)) == 0xCBF43926u);
   CHECK(crc32_hex(0xCBF43926u) == "cbf43926");
+}
+
+TEST_CASE("tar records carry their offset; file records stay as they were") {
+  SampleRecord files = record(2);
+  CHECK(format_record(files).find("\"offset\"") == std::string::npos);
+  SampleRecord tar = record(5);
+  tar.location = "data/shard-000001.tar";
+  tar.offset = 1536;
+  std::string line = format_record(tar);
+  CHECK(line.find("\"location\":\"data/shard-000001.tar\",\"offset\":1536,") != std::string::npos);
+  CHECK(parse_record(line) == tar);
+  std::string bad = line;
+  bad.replace(bad.find("1536"), 4, "\"15\"");  // an offset that is not a number
+  CHECK_THROWS_AS(parse_record(bad), Error);
+}
+
+TEST_CASE("the tar layout's shard size, shard count and labels round-trip") {
+  Manifest m;
+  m.source_kind = "directory";
+  m.source_path = "src";
+  m.targets = {{"png", "png", 1.0}};
+  m.layout = "tar";
+  m.max_shard_bytes = uint64_t{1} << 30;
+  m.shard_files = 12;
+  m.labels = {"cat", "dog"};
+  std::string text = manifest_to_json(m);
+  Manifest back = manifest_from_json(text);
+  CHECK(back.layout == "tar");
+  CHECK(back.max_shard_bytes == m.max_shard_bytes);
+  CHECK(back.shard_files == 12);
+  CHECK(back.labels == m.labels);
+  Manifest files = m;
+  files.layout = "files";
+  CHECK(manifest_to_json(files).find("\"tar\"") == std::string::npos);
+  std::string unknown = text;
+  unknown.replace(unknown.find("\"layout\": \"tar\""), 15, "\"layout\": \"zip\"");
+  CHECK_THROWS_AS(manifest_from_json(unknown), Error);
 }

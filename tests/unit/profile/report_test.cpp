@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -98,6 +101,44 @@ TEST_CASE("the mix text is what convert-dataset --mix takes") {
   CHECK(r.mix_text() == "png:0.7,bmp:0.3");
   r.mix = {0, 1};
   CHECK(r.mix_text() == "bmp:1");
+}
+
+TEST_CASE("--mix-from reads the chosen mix, and names the file in every error") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "report-mix";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  ProfileReport r = sample_report();
+  r.mix = {0.625, 0.375};
+  CHECK(read_report_mix(write("ok.json", report_to_json(r))) == "png:0.625,bmp:0.375");
+  CHECK(read_report_mix(write("min.json", R"({"schema": "dlprep.profile-mix/1",
+      "mix": [{"spec": "jpeg:90", "ratio": 1}]})")) == "jpeg:90:1");
+  auto code_of = [](const fs::path& path) {
+    try {
+      read_report_mix(path);
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find(path.string()) == 0);
+      return e.code();
+    }
+    return Errc::internal;
+  };
+  CHECK(code_of(dir / "missing.json") == Errc::io);
+  CHECK(code_of(dir) == Errc::io);
+  CHECK(code_of(write("text.json", "not json")) == Errc::corrupt_data);
+  CHECK(code_of(write("array.json", "[1, 2]")) == Errc::corrupt_data);
+  CHECK(code_of(write("other.json", R"({"schema": "dlprep.dataset/1"})")) == Errc::corrupt_data);
+  CHECK(code_of(write("newer.json", R"({"schema": "dlprep.profile-mix/2", "mix": []})")) ==
+        Errc::unsupported);
+  CHECK(code_of(write("nomix.json", R"({"schema": "dlprep.profile-mix/1"})")) ==
+        Errc::corrupt_data);
+  CHECK(code_of(write("empty.json", R"({"schema": "dlprep.profile-mix/1", "mix": []})")) ==
+        Errc::corrupt_data);
+  CHECK(code_of(write("bad.json", R"({"schema": "dlprep.profile-mix/1", "mix": [{"spec": 3}]})")) ==
+        Errc::corrupt_data);
 }
 
 TEST_CASE("the table and the plot name the formats and the chosen mix") {

@@ -1,0 +1,145 @@
+// The overlapped batch pipeline of the CUDA backend (issue 4, DLBooster's dispatcher): `depth`
+// slots, each with its own stream (optionally at the lowest priority), pinned staging buffer,
+// device input and work-list buffers, status array and events. Batch t uses slot t mod depth
+// (l3::SlotRing), so while the kernel of batch i runs on one stream the copy of batch i+1 runs on
+// another: the copy engine and the SMs work at the same time. A slot is reused only after wait()
+// retired its previous batch, which is what makes reusing its buffers safe without more events.
+//
+// Per batch, on the slot's stream: [e0] H2D of the input (from the staging buffer, or straight
+// from the caller's pinned buffer) and of the packed work list [e1] kernel [e2] the failure flag
+// back to pinned memory [e3]. wait() synchronises on e3 only.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "core/cuda_resources.hpp"
+#include "core/error.hpp"
+#include "l3/batch_pipeline.hpp"
+#include "l3/batch_plan.hpp"
+#include "l3/decode_cuda.hpp"
+#include "l3/decode_kernel.hpp"
+
+namespace dlprep::cuda {
+
+using namespace l3_detail;
+
+namespace {
+
+struct Slot {
+  explicit Slot(bool low_priority) : stream(low_priority) {}
+  Stream stream;
+  PinnedMemory staging;  // [files | work list | flag]
+  DeviceMemory device;   // [files | work list]
+  DeviceMemory status, failed;
+  Event events[4];
+  const l3::BatchPlan* plan = nullptr;
+  uint32_t* flag = nullptr;  // in `staging`
+};
+
+}  // namespace
+
+struct L3Pipeline::Impl {
+  Impl(unsigned depth, bool low_priority) : ring(depth) {
+    for (unsigned i = 0; i < depth; ++i) slots.push_back(std::make_unique<Slot>(low_priority));
+  }
+  l3::SlotRing ring;
+  std::vector<std::unique_ptr<Slot>> slots;
+
+  // Fills the slot's staging (the files when `files` is given, then the work list) and queues
+  // the batch. `pinned_in` is the caller's pinned input when `files` is null.
+  uint64_t submit(const l3::BatchPlan& plan, const uint8_t* const* files, const uint8_t* pinned_in,
+                  uint8_t* device_out) {
+    const size_t input = files != nullptr ? align16(plan.input_bytes) : 0;
+    const WorkLayout layout = work_layout(plan);
+    const l3::SlotRing::Entry e = ring.push();  // throws when full, before touching a slot
+    Slot& slot = *slots[e.slot];
+    try {
+      auto* host = static_cast<uint8_t*>(slot.staging.reserve(input + layout.bytes + 16));
+      if (files != nullptr)
+        for (size_t i = 0; i < plan.images.size(); ++i)
+          std::memcpy(host + plan.images[i].src, files[i], plan.images[i].file_bytes);
+      pack_work(plan, host + input);
+      slot.flag = reinterpret_cast<uint32_t*>(host + input + layout.bytes);
+      *slot.flag = 0;
+      // The device buffer mirrors the staging layout: [files | work list].
+      const size_t device_input = align16(plan.input_bytes);
+      auto* device = static_cast<uint8_t*>(slot.device.reserve(device_input + layout.bytes));
+      auto* status = static_cast<uint8_t*>(slot.status.reserve(plan.tasks.size()));
+      auto* failed = static_cast<uint32_t*>(slot.failed.reserve(sizeof(uint32_t)));
+      cudaStream_t s = slot.stream.get();
+      slot.events[0].record(s);
+      if (files != nullptr) {  // one copy: files and work list are contiguous in staging
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(device, host, input + layout.bytes, cudaMemcpyHostToDevice, s));
+      } else {
+        if (plan.input_bytes != 0)
+          DLPREP_CUDA_CHECK(
+              cudaMemcpyAsync(device, pinned_in, plan.input_bytes, cudaMemcpyHostToDevice, s));
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(device + device_input, host, layout.bytes, cudaMemcpyHostToDevice, s));
+      }
+      slot.events[1].record(s);
+      launch_decode(plan, device, device + device_input, device_out, status, failed, s);
+      slot.events[2].record(s);
+      DLPREP_CUDA_CHECK(
+          cudaMemcpyAsync(slot.flag, failed, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
+      slot.events[3].record(s);
+      slot.plan = &plan;
+    } catch (...) {
+      // The ticket stays in the ring (tickets retire in order): wait() will report that this
+      // batch could not be queued. Drain the stream so that the slot's buffers are free again.
+      slot.plan = nullptr;
+      (void)cudaStreamSynchronize(slot.stream.get());
+      throw;
+    }
+    return e.ticket;
+  }
+
+  uint64_t wait(L3DecodeTimings* timings) {
+    const l3::SlotRing::Entry e = ring.front();  // throws when nothing is in flight
+    Slot& slot = *slots[e.slot];
+    const l3::BatchPlan* plan = slot.plan;
+    slot.plan = nullptr;
+    ring.pop();  // retired whatever happens below: the pipeline stays usable after an error
+    if (plan == nullptr)
+      throw Error(Errc::device_failure,
+                  "l3 cuda pipeline: batch " + std::to_string(e.ticket) + " could not be queued");
+    slot.events[3].synchronize();
+    if (*slot.flag != 0)
+      throw_first_failure(*plan, static_cast<const uint8_t*>(slot.status.data()),
+                          slot.stream.get());
+    if (timings != nullptr)
+      *timings = {slot.events[1].since(slot.events[0]), slot.events[2].since(slot.events[1]),
+                  slot.events[3].since(slot.events[2])};
+    return e.ticket;
+  }
+};
+
+L3Pipeline::L3Pipeline(unsigned depth, bool low_priority)
+    : impl_(std::make_unique<Impl>(depth, low_priority)) {}
+L3Pipeline::~L3Pipeline() {
+  // Batches still in flight write into device memory the caller may free right after: finish
+  // them first (errors ignored: a destructor does not throw).
+  if (impl_)
+    for (const auto& slot : impl_->slots) (void)cudaStreamSynchronize(slot->stream.get());
+}
+
+unsigned L3Pipeline::depth() const { return impl_->ring.depth(); }
+size_t L3Pipeline::in_flight() const { return impl_->ring.in_flight(); }
+
+uint64_t L3Pipeline::submit(const l3::BatchPlan& plan, const uint8_t* const* files,
+                            uint8_t* device_out) {
+  return impl_->submit(plan, files, nullptr, device_out);
+}
+
+uint64_t L3Pipeline::submit_pinned(const l3::BatchPlan& plan, const uint8_t* pinned_in,
+                                   uint8_t* device_out) {
+  return impl_->submit(plan, nullptr, pinned_in, device_out);
+}
+
+uint64_t L3Pipeline::wait(L3DecodeTimings* timings) { return impl_->wait(timings); }
+
+}  // namespace dlprep::cuda

@@ -1,0 +1,1027 @@
+// The CUDA backend of criteo-preprocess (mirrors lib/tabular/preprocess_cpu.cpp; the shared
+// pipeline is lib/tabular/preprocess.cpp). Per device chunk (whole lines, at most chunk_bytes):
+//
+//   pass 1  H2D -> lines (select '\n') -> rows (parse_row, one thread per line) -> select valid
+//           rows -> GenVocab (vocab_cuda.cu) -> counters D2H; at delivery, optionally gather the
+//           valid rows (kept in device memory for pass 2, and/or copied back for --emit-binary)
+//   pass 2  H2D (or the rows kept from pass 1) -> lines -> rows -> select -> transform (Modulus,
+//           ApplyVocab, Neg2Zero, Logarithm: one thread per (row, field)) -> D2H of the arrays
+//
+// Two slots, each with a stream, events and buffers, take chunks in turn: chunk i+1's copy in
+// overlaps chunk i's kernels, and chunk i-1's results are copied back and handed to the caller
+// (in input order) while chunk i runs. GenVocab updates of consecutive chunks are chained with an
+// event, so that the hash tables can grow between them; the results do not depend on their order
+// anyway (vocab_table.hpp).
+//
+// Bit-identical outputs: integer work is exact; dense logs below kLogTableSize come from a table
+// the host made with dense_log, larger ones from the device's double log when
+// log_rounding_is_safe holds and from the host's dense_log otherwise (patched after the copy).
+// Malformed rows: the device flags them and finds the first; the caller words the message with
+// the CPU parser from the line's text, which is copied back.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "tabular/criteo_kernels.cuh"
+#include "tabular/parse_row.hpp"
+#include "tabular/parse_tsv.hpp"
+#include "tabular/preprocess_cuda.hpp"
+#include "tabular/vocab.hpp"
+#include "tabular/vocab_table.hpp"
+
+namespace dlprep::cuda {
+namespace criteo {
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+__global__ void fill_u64_kernel(uint64_t* p, uint64_t n, uint64_t v) {
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x)
+    p[i] = v;
+}
+
+// One thread per (row, field): the 40 threads of a row read its 160 bytes together.
+__global__ void __launch_bounds__(kThreads)
+    transform_kernel(RowSource src, LookupTables t, DenseSetup d, int32_t* __restrict__ labels,
+                     uint32_t* __restrict__ dense, int32_t* __restrict__ sparse,
+                     LogPatch* __restrict__ patches, uint32_t patch_capacity,
+                     ChunkCounters* counters) {
+  const uint64_t items = static_cast<uint64_t>(*src.num_good) * kNumFields;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < items;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const auto r = static_cast<uint32_t>(i / kNumFields);
+    const auto f = static_cast<uint32_t>(i % kNumFields);
+    const uint32_t slot = src.row_slot != nullptr ? src.row_slot[r] : r;
+    const uint32_t w = src.rows[static_cast<size_t>(slot) * kNumFields + f];
+    if (f == 0) {
+      labels[r] = static_cast<int32_t>(w);
+    } else if (f < static_cast<uint32_t>(kFirstSparseField)) {
+      const uint32_t k = f - kFirstDenseField;
+      const auto x = static_cast<int32_t>(w);
+      uint32_t out;
+      if (d.mode == DenseMode::int32) {
+        out = static_cast<uint32_t>(tabular::neg2zero(x));
+      } else if (d.mode == DenseMode::plain_float) {
+        out = __float_as_uint(static_cast<float>(tabular::neg2zero(x)));
+      } else if (x < tabular::kLogTableSize) {
+        out = __float_as_uint(__ldg(&d.lut[x < 0 ? 0 : x]));
+      } else {
+        // As dense_log: log in double of double(x) + offset, rounded once to float.
+        const double e = log(static_cast<double>(x) + d.offset);
+        const float fl = __double2float_rn(e);
+        out = __float_as_uint(fl);
+        if (!tabular::log_rounding_is_safe(e, fl)) {
+          const uint32_t p = atomicAdd(&counters->num_patches, 1u);
+          if (p < patch_capacity) patches[p] = LogPatch{r * kNumDense + k, x};
+        }
+      }
+      dense[static_cast<size_t>(r) * kNumDense + k] = out;
+    } else {
+      const uint32_t j = f - kFirstSparseField;
+      const uint32_t v = t.mod[j](w);
+      int32_t id;
+      if (t.flat[j] != nullptr) {
+        id = t.flat[j][v];
+      } else {
+        const int64_t e = tabular::vocab_hash_find(t.keys[j], t.bits[j], v);
+        id = e < 0 ? t.oov[j] : t.ids[j][e];
+      }
+      sparse[static_cast<size_t>(r) * kNumSparse + j] = id;
+    }
+  }
+}
+
+// Valid rows, compacted: out[r] = row r (for keeping them and for --emit-binary).
+__global__ void gather_rows_kernel(RowSource src, uint32_t n, uint32_t* __restrict__ out) {
+  const uint64_t items = static_cast<uint64_t>(n) * kNumFields;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < items;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const auto r = static_cast<uint32_t>(i / kNumFields);
+    const auto f = static_cast<uint32_t>(i % kNumFields);
+    const uint32_t slot = src.row_slot != nullptr ? src.row_slot[r] : r;
+    out[i] = src.rows[static_cast<size_t>(slot) * kNumFields + f];
+  }
+}
+
+}  // namespace
+
+void fill_u64(uint64_t* p, uint64_t n, uint64_t value, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_u64_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(p, n, value);
+  DLPREP_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace criteo
+
+using namespace criteo;  // NOLINT: this file is the backend's implementation
+using tabular::kEmptySlot;
+using tabular::kFlatMaxModulus;
+
+namespace {
+
+// Device chunk by default: ~260K text rows (~9 ms at the 30M rows/s target), enough to amortise
+// the per-chunk launches and synchronisations; ~1.2 GB of buffers per slot (see Slot).
+constexpr size_t kDefaultChunkBytes = size_t{64} << 20;
+// Positions inside a chunk are 32-bit; this keeps every offset and count far from 2^32.
+constexpr size_t kMaxChunkBytes = size_t{256} << 20;
+constexpr uint32_t kNoBadLine = 0xFFFFFFFFu;
+
+// Device memory that grows (contents lost) and is freed on destruction. cudaFree synchronises
+// the device, which is why buffers only grow, and rarely.
+template <class T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() { release(); }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  // Never leaves a null pointer behind (CUB reads a null temporary buffer as "size query").
+  void reserve(size_t n) {
+    if (p_ != nullptr && n <= n_) return;
+    release();
+    DLPREP_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)));
+    n_ = n;
+  }
+  void release() noexcept {
+    if (p_ != nullptr) (void)cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  void swap(DeviceArray& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Pinned host memory that grows (contents lost).
+template <class T>
+class PinnedArray {
+ public:
+  PinnedArray() = default;
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+  ~PinnedArray() {
+    if (p_ != nullptr) (void)cudaFreeHost(p_);
+  }
+  T* get() const { return p_; }
+  void reserve(size_t n) {
+    if (p_ != nullptr && n <= n_) return;
+    if (p_ != nullptr) DLPREP_CUDA_CHECK(cudaFreeHost(p_));
+    p_ = nullptr;
+    n_ = 0;
+    DLPREP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p_),
+                                    std::max<size_t>(n, 1) * sizeof(T), cudaHostAllocPortable));
+    n_ = n;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+// Rows a chunk of `bytes` input bytes can hold: text rows are at least kMinRowBytes long, and
+// binary rows are 160 bytes.
+size_t rows_for_bytes(size_t bytes) { return bytes / tabular::kMinRowBytes + 1; }
+
+float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  DLPREP_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
+
+// What a slot's chunk still has to do when it is finished (delivered).
+struct Pending {
+  int pass = 0;
+  bool text = false;
+  size_t day = 0;
+  uint32_t lines = 0;  // lines (text) or rows
+  CriteoChunkSink sink;
+  RowSource src{};                 // where its valid rows are (num_good unused)
+  uint32_t* owned_rows = nullptr;  // rows kept from pass 1, freed once delivered
+};
+
+// One of the two pipelines. Buffers are sized for `capacity` input bytes:
+//   text       capacity                  the chunk (or binary rows)
+//   nl/good/line_slot  capacity lines    a line is at least 1 byte
+//   rows, row_slot     rows_for_bytes    parsed rows at start / 40
+//   outputs, patches   rows_for_bytes    pass 2 arrays (allocated in pass 2 only)
+// about 18 bytes per input byte; 1.2 GB for 64 MiB chunks.
+struct Slot {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t ev_begin = nullptr, ev_h2d = nullptr, ev_lines = nullptr, ev_done = nullptr;
+  cudaEvent_t ev_d2h_begin = nullptr, ev_d2h_end = nullptr, ev_inserted = nullptr;
+  size_t capacity = 0, out_rows = 0;
+  DeviceArray<uint8_t> text;
+  DeviceArray<uint32_t> nl, line_slot, row_slot, rows;
+  DeviceArray<uint8_t> good;
+  DeviceArray<int32_t> labels, sparse;
+  DeviceArray<uint32_t> dense;
+  DeviceArray<LogPatch> patches;
+  DeviceArray<uint8_t> temp;
+  size_t temp_bytes = 0;
+  DeviceArray<ChunkCounters> counters;
+  PinnedArray<ChunkCounters> h_counters, h_init;
+  PinnedArray<uint32_t> h_sizes, h_rows, h_dense, h_nl;
+  PinnedArray<int32_t> h_labels, h_sparse;
+  PinnedArray<LogPatch> h_patches;
+  PinnedArray<char> h_text;
+  bool busy = false;
+  uint64_t seq = 0;
+  Pending pending;
+};
+
+}  // namespace
+
+uint8_t* criteo_alloc_pinned(size_t bytes) {
+  void* p = nullptr;
+  DLPREP_CUDA_CHECK(cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocPortable));
+  return static_cast<uint8_t*>(p);
+}
+
+void criteo_free_pinned(uint8_t* p) noexcept {
+  if (p != nullptr) (void)cudaFreeHost(p);
+}
+
+struct CriteoPreprocessorCuda::Impl {
+  size_t chunk_bytes = kDefaultChunkBytes;
+  Slot slots[2];
+  int next_slot = 0;
+  uint64_t next_seq = 0;
+  cudaMemPool_t pool = nullptr;
+  CriteoCudaTimings timings;
+  std::string bad_text;
+
+  // The pass in progress.
+  int pass = 0;
+  CriteoPass1Setup p1;
+  CriteoPass2Setup p2;
+  std::array<FastMod, kNumSparse> mod{};
+
+  // Pass 1: the first-appearance tables.
+  struct Column {
+    bool flat = false;
+    uint32_t modulus = 0;
+    uint32_t bits = 0;  // hash columns
+    uint64_t size = 0;  // hash columns: entries used after the last chained insert
+    DeviceArray<uint64_t> keys, first, count;
+  };
+  Column cols[kNumSparse];
+  bool any_hash = false;
+  DeviceArray<uint32_t> hash_sizes;
+  uint64_t key_base = 0;
+  int last_insert_slot = -1;
+
+  // Pass 1 -> pass 2: valid rows kept in device memory, per day, in chunks.
+  struct KeptChunk {
+    uint32_t* rows;
+    uint32_t n;
+  };
+  struct KeptDay {
+    bool started = false;
+    bool dropped = false;
+    std::vector<KeptChunk> chunks;
+  };
+  std::vector<KeptDay> kept;
+  uint64_t kept_bytes = 0, keep_budget = 0;
+
+  // Pass 2: the lookups and the dense transform.
+  DeviceArray<int32_t> flat_ids[kNumSparse];
+  DeviceArray<uint64_t> lookup_keys[kNumSparse];
+  DeviceArray<int32_t> lookup_ids[kNumSparse];
+  LookupTables lookup{};
+  DeviceArray<float> lut;
+  DenseSetup dense{};
+
+  explicit Impl(size_t bytes) {
+    set_chunk_bytes(bytes);
+    int device = 0;
+    DLPREP_CUDA_CHECK(cudaGetDevice(&device));
+    for (Slot& s : slots) {
+      DLPREP_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+      for (cudaEvent_t* e : {&s.ev_begin, &s.ev_h2d, &s.ev_lines, &s.ev_done, &s.ev_d2h_begin,
+                             &s.ev_d2h_end, &s.ev_inserted})
+        DLPREP_CUDA_CHECK(cudaEventCreate(e));
+      s.counters.reserve(1);
+      s.h_counters.reserve(1);
+      s.h_init.reserve(1);
+      s.h_sizes.reserve(kNumSparse);
+      s.h_nl.reserve(2);
+    }
+    hash_sizes.reserve(kNumSparse);
+    // A pool of our own for the kept rows (stream-ordered allocations), which keeps its memory
+    // between frees instead of returning it to the driver at every synchronisation.
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    DLPREP_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep_all = ~uint64_t{0};
+    DLPREP_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
+  }
+
+  ~Impl() {
+    for (Slot& s : slots)
+      if (s.stream != nullptr) (void)cudaStreamSynchronize(s.stream);
+    for (KeptDay& d : kept)
+      for (KeptChunk& c : d.chunks)
+        if (c.rows != nullptr) (void)cudaFreeAsync(c.rows, slots[0].stream);
+    for (Slot& s : slots)
+      if (s.pending.owned_rows != nullptr)
+        (void)cudaFreeAsync(s.pending.owned_rows, slots[0].stream);
+    if (slots[0].stream != nullptr) (void)cudaStreamSynchronize(slots[0].stream);
+    if (pool != nullptr) (void)cudaMemPoolDestroy(pool);
+    for (Slot& s : slots) {
+      for (cudaEvent_t e : {s.ev_begin, s.ev_h2d, s.ev_lines, s.ev_done, s.ev_d2h_begin,
+                            s.ev_d2h_end, s.ev_inserted})
+        if (e != nullptr) (void)cudaEventDestroy(e);
+      if (s.stream != nullptr) (void)cudaStreamDestroy(s.stream);
+    }
+  }
+
+  void set_chunk_bytes(size_t bytes) {
+    chunk_bytes = std::clamp<size_t>(bytes, size_t{1} << 12, kMaxChunkBytes);
+  }
+
+  // ---- buffers -------------------------------------------------------------------------------
+
+  void ensure_capacity(Slot& s, size_t bytes) {
+    if (bytes > s.capacity) {
+      const size_t rows = rows_for_bytes(bytes);
+      s.text.reserve(bytes);
+      s.nl.reserve(bytes);
+      s.good.reserve(bytes);
+      s.line_slot.reserve(bytes);
+      s.row_slot.reserve(rows);
+      s.rows.reserve(rows * kNumFields);
+      const size_t temp = line_select_temp_bytes(bytes);
+      s.temp.reserve(temp);
+      s.temp_bytes = temp;
+      s.capacity = bytes;
+    }
+    if (pass == 2) {
+      const size_t rows = rows_for_bytes(s.capacity);
+      if (rows > s.out_rows) {
+        s.labels.reserve(rows);
+        s.dense.reserve(rows * kNumDense);
+        s.sparse.reserve(rows * kNumSparse);
+        s.patches.reserve(rows);
+        s.out_rows = rows;
+      }
+    }
+  }
+
+  // ---- the pipeline --------------------------------------------------------------------------
+
+  Slot& acquire() {
+    Slot& s = slots[next_slot];
+    next_slot ^= 1;
+    if (s.busy) finish(s);  // the older of the two chunks in flight
+    return s;
+  }
+
+  void flush() {
+    Slot* order[2] = {&slots[0], &slots[1]};
+    if (order[1]->busy && (!order[0]->busy || order[1]->seq < order[0]->seq))
+      std::swap(order[0], order[1]);
+    for (Slot* s : order)
+      if (s->busy) finish(*s);
+  }
+
+  void start_chunk(Slot& s, uint32_t lines, uint32_t good) {
+    *s.h_init.get() = ChunkCounters{lines, good, kNoBadLine, 0};
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.counters.get(), s.h_init.get(), sizeof(ChunkCounters),
+                                      cudaMemcpyHostToDevice, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_begin, s.stream));
+  }
+
+  void text_chunk(int which, size_t day, const char* text, size_t bytes,
+                  const CriteoChunkSink& sink) {
+    Slot& s = acquire();
+    ensure_capacity(s, bytes);
+    start_chunk(s, 0, 0);
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), text, bytes, cudaMemcpyHostToDevice, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
+    const auto n = static_cast<uint32_t>(bytes);
+    find_newlines(s.text.get(), n, s.nl.get(), s.counters.get(), s.temp.get(), s.temp_bytes,
+                  s.stream);
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(&s.h_counters.get()->num_lines, &s.counters.get()->num_lines,
+                                      sizeof(uint32_t), cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_lines, s.stream));
+    // The parse grid needs the line count; from here on the caller's text is not read again.
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_lines));
+    const uint32_t lines = s.h_counters.get()->num_lines;
+    parse_lines(s.text.get(), s.nl.get(), lines, s.rows.get(), s.good.get(), s.line_slot.get(),
+                s.row_slot.get(), s.counters.get(), s.temp.get(), s.temp_bytes, s.stream);
+    RowSource src{s.rows.get(), s.row_slot.get(), &s.counters.get()->num_good};
+    compute(s, which, src, lines, tabular::row_key_span(true, bytes));
+    s.pending = Pending{which, true, day, lines, sink, src, nullptr};
+  }
+
+  void rows_chunk(int which, size_t day, const uint32_t* rows, size_t count,
+                  const CriteoChunkSink& sink) {
+    Slot& s = acquire();
+    const size_t bytes = count * tabular::kBinaryRowBytes;
+    ensure_capacity(s, bytes);
+    const auto n = static_cast<uint32_t>(count);
+    start_chunk(s, n, n);
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), rows, bytes, cudaMemcpyHostToDevice, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_h2d));  // the caller may reuse `rows` after this
+    RowSource src{reinterpret_cast<const uint32_t*>(s.text.get()), nullptr,
+                  &s.counters.get()->num_good};
+    compute(s, which, src, n, tabular::row_key_span(false, count));
+    s.pending = Pending{which, false, day, n, sink, src, nullptr};
+  }
+
+  // The chunk's kernels after decoding, then its counters back; marks the slot busy.
+  void compute(Slot& s, int which, const RowSource& src, uint32_t max_rows, uint64_t key_span) {
+    if (which == 1 && p1.build_vocab) {
+      // GenVocab updates are chained from chunk to chunk: a hash table can then grow in between.
+      if (last_insert_slot >= 0) {
+        Slot& prev = slots[last_insert_slot];
+        DLPREP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, prev.ev_inserted, 0));
+        if (any_hash) {
+          DLPREP_CUDA_CHECK(cudaEventSynchronize(prev.ev_inserted));
+          for (int j = 0; j < kNumSparse; ++j)
+            if (!cols[j].flat) cols[j].size = prev.h_sizes.get()[j];
+        }
+      }
+      if (any_hash) grow_tables(s, max_rows);
+      vocab_insert(src, max_rows, key_base, tables(), hash_sizes.get(), s.stream);
+      if (any_hash)
+        DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_sizes.get(), hash_sizes.get(),
+                                          kNumSparse * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                          s.stream));
+      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_inserted, s.stream));
+      last_insert_slot = static_cast<int>(&s - slots);
+    }
+    if (which == 1) key_base += key_span;
+    if (which == 2 && max_rows > 0) {
+      transform_kernel<<<grid_for(uint64_t{max_rows} * kNumFields, kThreads), kThreads, 0,
+                         s.stream>>>(src, lookup, dense, s.labels.get(), s.dense.get(),
+                                     s.sparse.get(), s.patches.get(),
+                                     static_cast<uint32_t>(s.out_rows), s.counters.get());
+      DLPREP_CUDA_CHECK(cudaGetLastError());
+    }
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters.get(), s.counters.get(), sizeof(ChunkCounters),
+                                      cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_done, s.stream));
+    s.busy = true;
+    s.seq = next_seq++;
+    ++timings.chunks;
+  }
+
+  // Copies the valid rows of a chunk, compacted, to `out` (device), on the slot's stream.
+  void gather_rows(Slot& s, const RowSource& src, uint32_t n, uint32_t* out) {
+    if (src.row_slot == nullptr) {
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(out, src.rows, size_t{n} * tabular::kBinaryRowBytes,
+                                        cudaMemcpyDeviceToDevice, s.stream));
+      return;
+    }
+    gather_rows_kernel<<<grid_for(uint64_t{n} * kNumFields, kThreads), kThreads, 0, s.stream>>>(
+        src, n, out);
+    DLPREP_CUDA_CHECK(cudaGetLastError());
+  }
+
+  uint32_t* pool_alloc(size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    DLPREP_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<size_t>(bytes, 4), pool, stream));
+    return static_cast<uint32_t*>(p);
+  }
+
+  // The line's text (for the caller's message), while the chunk is still on the device.
+  void fetch_line(Slot& s, uint32_t line) {
+    uint32_t start = 0, end = 0;
+    const uint32_t first = line == 0 ? 0 : line - 1;
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_nl.get(), s.nl.get() + first,
+                                      (line == 0 ? 1 : 2) * sizeof(uint32_t),
+                                      cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    if (line == 0) {
+      end = s.h_nl.get()[0];
+    } else {
+      start = s.h_nl.get()[0] + 1;
+      end = s.h_nl.get()[1];
+    }
+    const size_t n = size_t{end} - start + 1;
+    s.h_text.reserve(n);
+    DLPREP_CUDA_CHECK(
+        cudaMemcpyAsync(s.h_text.get(), s.text.get() + start, n, cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    bad_text.assign(s.h_text.get(), n);
+  }
+
+  void drop_kept_day(size_t day) {
+    KeptDay& d = kept[day];
+    // A gather into these buffers may still run on either stream.
+    for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    for (KeptChunk& c : d.chunks) {
+      DLPREP_CUDA_CHECK(cudaFreeAsync(c.rows, slots[0].stream));
+      kept_bytes -= uint64_t{c.n} * tabular::kBinaryRowBytes;
+    }
+    d.chunks.clear();
+    d.dropped = true;
+  }
+
+  void finish(Slot& s) {
+    s.busy = false;
+    Pending p = std::move(s.pending);
+    s.pending = Pending{};
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_done));
+    const ChunkCounters c = *s.h_counters.get();
+    timings.h2d_ms += elapsed_ms(s.ev_begin, s.ev_h2d);
+    timings.kernel_ms += elapsed_ms(s.ev_h2d, s.ev_done);
+    CriteoChunkResult r;
+    const uint32_t lines = p.text ? c.num_lines : p.lines;
+    const uint32_t n = c.num_good;
+    r.lines = lines;
+    r.rows = n;
+    r.bad_rows = lines - n;
+    if (c.first_bad_line != kNoBadLine) {
+      r.first_bad_line = c.first_bad_line;
+      fetch_line(s, c.first_bad_line);
+      r.first_bad_text = bad_text;
+      const bool stop = p.pass == 1 ? p1.stop_at_error : p2.stop_at_error;
+      if (stop) {
+        // The caller stops at this row; only the lines before it count.
+        r.lines = c.first_bad_line + uint64_t{1};
+        r.bad_rows = 1;
+        r.rows = c.first_bad_line;
+        p.sink(r);
+        throw Error(Errc::internal,
+                    "criteo-preprocess on cuda: a malformed row did not stop "
+                    "the run");
+      }
+    }
+    if (p.pass == 1) {
+      finish_pass1(s, p, r, n);
+    } else {
+      finish_pass2(s, p, r, n, c.num_patches);
+      if (p.owned_rows != nullptr) {
+        DLPREP_CUDA_CHECK(cudaFreeAsync(p.owned_rows, s.stream));
+        kept_bytes -= uint64_t{n} * tabular::kBinaryRowBytes;
+      }
+    }
+    p.sink(r);
+  }
+
+  void finish_pass1(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n) {
+    const uint64_t bytes = uint64_t{n} * tabular::kBinaryRowBytes;
+    uint32_t* compact = nullptr;
+    bool temporary = false;
+    if (p1.keep_rows && n > 0) {
+      KeptDay& d = kept[p.day];
+      if (!d.dropped && kept_bytes + bytes > keep_budget) drop_kept_day(p.day);
+      if (!d.dropped) {
+        compact = pool_alloc(bytes, s.stream);
+        gather_rows(s, p.src, n, compact);
+        d.chunks.push_back(KeptChunk{compact, n});
+        kept_bytes += bytes;
+        timings.kept_rows += n;
+      }
+    }
+    if (p1.want_rows && n > 0) {
+      if (compact == nullptr) {
+        compact = pool_alloc(bytes, s.stream);
+        temporary = true;
+        gather_rows(s, p.src, n, compact);
+      }
+      s.h_rows.reserve(size_t{n} * kNumFields);
+      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_begin, s.stream));
+      DLPREP_CUDA_CHECK(
+          cudaMemcpyAsync(s.h_rows.get(), compact, bytes, cudaMemcpyDeviceToHost, s.stream));
+      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
+      if (temporary) DLPREP_CUDA_CHECK(cudaFreeAsync(compact, s.stream));
+      DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
+      timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
+      r.decoded = s.h_rows.get();
+    }
+  }
+
+  void finish_pass2(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n,
+                    uint32_t num_patches) {
+    s.h_labels.reserve(n);
+    s.h_dense.reserve(size_t{n} * kNumDense);
+    s.h_sparse.reserve(size_t{n} * kNumSparse);
+    const uint32_t patches = std::min<uint32_t>(num_patches, static_cast<uint32_t>(s.out_rows));
+    s.h_patches.reserve(patches);
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_begin, s.stream));
+    if (n > 0) {
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_labels.get(), s.labels.get(), size_t{n} * 4,
+                                        cudaMemcpyDeviceToHost, s.stream));
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_dense.get(), s.dense.get(), size_t{n} * kNumDense * 4,
+                                        cudaMemcpyDeviceToHost, s.stream));
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_sparse.get(), s.sparse.get(),
+                                        size_t{n} * kNumSparse * 4, cudaMemcpyDeviceToHost,
+                                        s.stream));
+    }
+    if (patches > 0)
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_patches.get(), s.patches.get(),
+                                        size_t{patches} * sizeof(LogPatch), cudaMemcpyDeviceToHost,
+                                        s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
+    timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
+    uint32_t* dense_out = s.h_dense.get();
+    if (num_patches > patches) {
+      // More values near a rounding boundary than patch slots (an adversarial input): recompute
+      // every log the device took from the rows themselves.
+      recompute_logs(s, p.src, n, dense_out);
+    } else {
+      for (uint32_t i = 0; i < patches; ++i) {
+        const LogPatch& q = s.h_patches.get()[i];
+        const float f = tabular::dense_log(q.x, p2.log_offset);
+        std::memcpy(&dense_out[q.index], &f, 4);
+      }
+      timings.log_values_on_host += patches;
+    }
+    r.labels = s.h_labels.get();
+    r.dense = dense_out;
+    r.sparse = s.h_sparse.get();
+  }
+
+  void recompute_logs(Slot& s, const RowSource& src, uint32_t n, uint32_t* dense_out) {
+    const size_t bytes = size_t{n} * tabular::kBinaryRowBytes;
+    uint32_t* compact = pool_alloc(bytes, s.stream);
+    gather_rows(s, src, n, compact);
+    std::vector<uint32_t> rows(size_t{n} * kNumFields);
+    DLPREP_CUDA_CHECK(
+        cudaMemcpyAsync(rows.data(), compact, bytes, cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaFreeAsync(compact, s.stream));
+    DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    for (uint32_t r = 0; r < n; ++r)
+      for (int k = 0; k < kNumDense; ++k) {
+        const auto x = static_cast<int32_t>(rows[size_t{r} * kNumFields + kFirstDenseField + k]);
+        if (x < tabular::kLogTableSize) continue;
+        const float f = tabular::dense_log(x, p2.log_offset);
+        std::memcpy(&dense_out[size_t{r} * kNumDense + k], &f, 4);
+        ++timings.log_values_on_host;
+      }
+  }
+
+  // ---- tables --------------------------------------------------------------------------------
+
+  VocabTables tables() const {
+    VocabTables t{};
+    for (int j = 0; j < kNumSparse; ++j) {
+      t.keys[j] = cols[j].flat ? nullptr : cols[j].keys.get();
+      t.first[j] = cols[j].first.get();
+      t.count[j] = cols[j].count.get();
+      t.bits[j] = cols[j].bits;
+      t.mod[j] = mod[j];
+    }
+    return t;
+  }
+
+  // Before a chunk of up to `rows` rows: every hash table at most half full afterwards.
+  void grow_tables(Slot& s, uint32_t rows) {
+    for (int j = 0; j < kNumSparse; ++j) {
+      Column& c = cols[j];
+      if (c.flat) continue;
+      uint64_t incoming = rows;
+      if (c.modulus != 0) incoming = std::min<uint64_t>(incoming, c.modulus);
+      const uint64_t need = c.size + incoming;
+      if (2 * need <= (uint64_t{1} << c.bits)) continue;
+      const uint32_t bits = tabular::vocab_hash_bits_for(need) + 1;  // room for the next chunks
+      if (bits > 31)
+        throw Error(Errc::limit_exceeded, "criteo-preprocess on cuda: column C" +
+                                              std::to_string(j + 1) +
+                                              " has too many distinct values for its table");
+      Column grown;
+      const uint64_t n = uint64_t{1} << bits;
+      grown.keys.reserve(n);
+      grown.first.reserve(n);
+      grown.count.reserve(n);
+      vocab_rehash(c.keys.get(), c.first.get(), c.count.get(), c.bits, grown.keys.get(),
+                   grown.first.get(), grown.count.get(), bits, s.stream);
+      // cudaFree (when the old arrays go) waits for the rehash; growth is geometric, so rare.
+      c.keys.swap(grown.keys);
+      c.first.swap(grown.first);
+      c.count.swap(grown.count);
+      c.bits = bits;
+    }
+  }
+
+  void begin_pass1(const CriteoPass1Setup& setup) {
+    flush();
+    pass = 1;
+    p1 = setup;
+    release_pass2();
+    cudaStream_t st = slots[0].stream;
+    any_hash = false;
+    uint64_t seeded = 0;
+    std::vector<uint32_t> sizes(kNumSparse, 0);
+    for (int j = 0; j < kNumSparse; ++j) {
+      Column& c = cols[j];
+      mod[j] = FastMod(setup.modulus[j]);
+      c.modulus = setup.modulus[j];
+      c.flat = c.modulus != 0 && c.modulus <= kFlatMaxModulus;
+      c.keys.release();
+      c.first.release();
+      c.count.release();
+      c.size = 0;
+      c.bits = 0;
+      const std::vector<uint32_t>* values = setup.seed_values[j];
+      const std::vector<uint64_t>* counts = setup.seed_counts[j];
+      const size_t seed = values != nullptr ? values->size() : 0;
+      if (!setup.build_vocab) continue;
+      uint64_t entries;
+      if (c.flat) {
+        entries = c.modulus;
+      } else {
+        any_hash = true;
+        c.bits = tabular::vocab_hash_bits_for(seed + 1);
+        entries = uint64_t{1} << c.bits;
+        c.keys.reserve(entries);
+        fill_u64(c.keys.get(), entries, kEmptySlot, st);
+        c.size = seed;
+        sizes[j] = static_cast<uint32_t>(seed);
+      }
+      c.first.reserve(entries);
+      c.count.reserve(entries);
+      fill_u64(c.first.get(), entries, kEmptySlot, st);
+      DLPREP_CUDA_CHECK(cudaMemsetAsync(c.count.get(), 0, entries * sizeof(uint64_t), st));
+      if (seed > 0) {
+        DeviceArray<uint32_t> v;
+        DeviceArray<uint64_t> n;
+        v.reserve(seed);
+        n.reserve(seed);
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(v.get(), values->data(), seed * 4, cudaMemcpyHostToDevice, st));
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(n.get(), counts->data(), seed * 8, cudaMemcpyHostToDevice, st));
+        vocab_seed(v.get(), n.get(), static_cast<uint32_t>(seed), c.keys.get(), c.bits,
+                   c.first.get(), c.count.get(), st);
+        DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and n are freed
+      }
+      seeded = std::max<uint64_t>(seeded, seed);
+    }
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(hash_sizes.get(), sizes.data(), kNumSparse * 4,
+                                      cudaMemcpyHostToDevice, st));
+    DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+    // Keys of new rows start above the saved vocabulary's indices.
+    key_base = seeded;
+    last_insert_slot = -1;
+    for (KeptDay& d : kept)
+      for (KeptChunk& k : d.chunks)
+        if (k.rows != nullptr) DLPREP_CUDA_CHECK(cudaFreeAsync(k.rows, st));
+    DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+    kept.clear();
+    kept_bytes = 0;
+    keep_budget = 0;
+    if (setup.keep_rows) {
+      size_t free_bytes = 0, total = 0;
+      DLPREP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+      // Half of what is free once the tables exist, leaving room for the slot buffers and the
+      // pass-2 lookups. DLPREP_CUDA_KEEP_BYTES sets it (tests: days that do not fit).
+      keep_budget = free_bytes / 2;
+      if (const char* b = std::getenv("DLPREP_CUDA_KEEP_BYTES"); b != nullptr && *b)
+        keep_budget = std::strtoull(b, nullptr, 10);
+    }
+  }
+
+  void ensure_day(size_t day) {
+    if (kept.size() <= day) kept.resize(day + 1);
+    kept[day].started = true;
+  }
+
+  void read_vocab(std::array<std::vector<uint32_t>, kNumSparse>& values,
+                  std::array<std::vector<uint64_t>, kNumSparse>& counts) {
+    flush();
+    for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    cudaStream_t st = slots[0].stream;
+    for (int j = 0; j < kNumSparse; ++j) {
+      Column& c = cols[j];
+      values[j].clear();
+      counts[j].clear();
+      if (!c.first.get()) continue;
+      const uint64_t entries = c.flat ? c.modulus : uint64_t{1} << c.bits;
+      DeviceArray<uint8_t> flags;
+      DeviceArray<uint32_t> slots_a, slots_b, num, vals;
+      DeviceArray<uint64_t> keys_a, keys_b, cnts;
+      DeviceArray<uint8_t> temp;
+      const size_t temp_bytes = vocab_extract_temp_bytes(entries);
+      flags.reserve(entries);
+      slots_a.reserve(entries);
+      num.reserve(1);
+      temp.reserve(temp_bytes);
+      vocab_mark_used(c.first.get(), entries, flags.get(), st);
+      vocab_select_used(flags.get(), entries, slots_a.get(), num.get(), temp.get(), temp_bytes, st);
+      uint32_t used = 0;
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(&used, num.get(), 4, cudaMemcpyDeviceToHost, st));
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+      if (used == 0) continue;
+      slots_b.reserve(used);
+      keys_a.reserve(used);
+      keys_b.reserve(used);
+      vals.reserve(used);
+      cnts.reserve(used);
+      vocab_gather_first(c.first.get(), slots_a.get(), used, keys_a.get(), st);
+      vocab_sort_by_first(keys_a.get(), keys_b.get(), slots_a.get(), slots_b.get(), used,
+                          temp.get(), temp_bytes, st);
+      vocab_gather_entries(slots_b.get(), used, c.flat ? nullptr : c.keys.get(), c.count.get(),
+                           vals.get(), cnts.get(), st);
+      values[j].resize(used);
+      counts[j].resize(used);
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(values[j].data(), vals.get(), size_t{used} * 4,
+                                        cudaMemcpyDeviceToHost, st));
+      DLPREP_CUDA_CHECK(cudaMemcpyAsync(counts[j].data(), cnts.get(), size_t{used} * 8,
+                                        cudaMemcpyDeviceToHost, st));
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+    }
+  }
+
+  void release_pass2() {
+    for (int j = 0; j < kNumSparse; ++j) {
+      flat_ids[j].release();
+      lookup_keys[j].release();
+      lookup_ids[j].release();
+    }
+    lut.release();
+  }
+
+  void begin_pass2(const CriteoPass2Setup& setup) {
+    flush();
+    for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    pass = 2;
+    p2 = setup;
+    for (Column& c : cols) {  // pass 1's tables are done
+      c.keys.release();
+      c.first.release();
+      c.count.release();
+    }
+    release_pass2();
+    cudaStream_t st = slots[0].stream;
+    lookup = LookupTables{};
+    for (int j = 0; j < kNumSparse; ++j) {
+      mod[j] = FastMod(setup.modulus[j]);
+      lookup.mod[j] = mod[j];
+      lookup.oov[j] = setup.oov[j];
+      const std::vector<uint32_t>& values = *setup.values[j];
+      const std::vector<int32_t>& ids = *setup.ids[j];
+      if (values.size() != ids.size())
+        throw Error(Errc::internal, "criteo-preprocess on cuda: vocabulary not finalised");
+      const auto n = static_cast<uint32_t>(values.size());
+      DeviceArray<uint32_t> v;
+      DeviceArray<int32_t> id;
+      v.reserve(n);
+      id.reserve(n);
+      if (n > 0) {
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(v.get(), values.data(), size_t{n} * 4, cudaMemcpyHostToDevice, st));
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(id.get(), ids.data(), size_t{n} * 4, cudaMemcpyHostToDevice, st));
+      }
+      const uint32_t m = setup.modulus[j];
+      if (m != 0 && m <= kFlatMaxModulus) {
+        flat_ids[j].reserve(m);
+        lookup_build_flat(v.get(), id.get(), n, m, setup.oov[j], flat_ids[j].get(), st);
+        lookup.flat[j] = flat_ids[j].get();
+      } else {
+        const uint32_t bits = tabular::vocab_hash_bits_for(n);
+        lookup_keys[j].reserve(uint64_t{1} << bits);
+        lookup_ids[j].reserve(uint64_t{1} << bits);
+        lookup_build_hash(v.get(), id.get(), n, lookup_keys[j].get(), lookup_ids[j].get(), bits,
+                          st);
+        lookup.keys[j] = lookup_keys[j].get();
+        lookup.ids[j] = lookup_ids[j].get();
+        lookup.bits[j] = bits;
+      }
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and id are freed
+    }
+    dense = DenseSetup{DenseMode::log, nullptr, setup.log_offset};
+    if (setup.int_dense) {
+      dense.mode = DenseMode::int32;
+    } else if (!setup.apply_log) {
+      dense.mode = DenseMode::plain_float;
+    } else {
+      // The table of the CPU's fast path, made by the same function.
+      std::vector<float> table(tabular::kLogTableSize);
+      for (int32_t x = 0; x < tabular::kLogTableSize; ++x)
+        table[x] = tabular::dense_log(x, setup.log_offset);
+      lut.reserve(table.size());
+      DLPREP_CUDA_CHECK(
+          cudaMemcpyAsync(lut.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+      dense.lut = lut.get();
+    }
+    for (Slot& s : slots)
+      if (s.capacity > 0) ensure_capacity(s, s.capacity);  // the pass-2 output arrays
+  }
+
+  void kept_day_chunks(size_t day, const CriteoChunkSink& sink) {
+    if (day >= kept.size() || !kept[day].started || kept[day].dropped)
+      throw Error(Errc::internal,
+                  "criteo-preprocess on cuda: day " + std::to_string(day) + " was not kept");
+    KeptDay& d = kept[day];
+    // Each chunk passes from the day's list to its slot's Pending, which frees it once delivered
+    // (finish) or, after an error, on destruction.
+    size_t next = 0;
+    while (next < d.chunks.size()) {
+      const KeptChunk k = d.chunks[next];
+      Slot& s = acquire();  // may deliver (and throw): d.chunks[next..] are still listed
+      ensure_capacity(s, std::max<size_t>(s.capacity, size_t{k.n} * tabular::kMinRowBytes));
+      start_chunk(s, k.n, k.n);
+      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
+      RowSource src{k.rows, nullptr, &s.counters.get()->num_good};
+      s.pending = Pending{2, false, day, k.n, sink, src, k.rows};
+      d.chunks[next++].rows = nullptr;  // owned by the Pending from here
+      compute(s, 2, src, k.n, 0);
+    }
+    d.chunks.clear();
+    d.dropped = true;  // consumed
+  }
+};
+
+CriteoPreprocessorCuda::CriteoPreprocessorCuda(size_t chunk_bytes)
+    : impl_(std::make_unique<Impl>(chunk_bytes)) {}
+
+CriteoPreprocessorCuda::~CriteoPreprocessorCuda() = default;
+
+size_t CriteoPreprocessorCuda::default_chunk_bytes() { return kDefaultChunkBytes; }
+
+void CriteoPreprocessorCuda::set_chunk_bytes(size_t bytes) { impl_->set_chunk_bytes(bytes); }
+
+void CriteoPreprocessorCuda::begin_pass1(const CriteoPass1Setup& setup) {
+  impl_->begin_pass1(setup);
+}
+
+void CriteoPreprocessorCuda::pass1_text(size_t day, const char* text, size_t bytes,
+                                        const CriteoChunkSink& sink) {
+  impl_->ensure_day(day);
+  size_t pos = 0;
+  while (pos < bytes) {
+    const size_t n = tabular::whole_lines_prefix(text + pos, bytes - pos, impl_->chunk_bytes);
+    if (n >= kMaxChunkBytes)
+      throw Error(Errc::limit_exceeded,
+                  "criteo-preprocess on cuda: a line of " + std::to_string(n) + " bytes");
+    impl_->text_chunk(1, day, text + pos, n, sink);
+    pos += n;
+  }
+}
+
+void CriteoPreprocessorCuda::pass1_rows(size_t day, const uint32_t* rows, size_t count,
+                                        const CriteoChunkSink& sink) {
+  impl_->ensure_day(day);
+  const size_t per = std::max<size_t>(impl_->chunk_bytes / tabular::kBinaryRowBytes, 1);
+  for (size_t r = 0; r < count; r += per)
+    impl_->rows_chunk(1, day, rows + r * kNumFields, std::min(per, count - r), sink);
+}
+
+void CriteoPreprocessorCuda::flush() { impl_->flush(); }
+
+void CriteoPreprocessorCuda::read_vocab(std::array<std::vector<uint32_t>, kCriteoColumns>& values,
+                                        std::array<std::vector<uint64_t>, kCriteoColumns>& counts) {
+  impl_->read_vocab(values, counts);
+}
+
+bool CriteoPreprocessorCuda::kept_day(size_t day) const {
+  return impl_->p1.keep_rows && day < impl_->kept.size() && impl_->kept[day].started &&
+         !impl_->kept[day].dropped;
+}
+
+void CriteoPreprocessorCuda::begin_pass2(const CriteoPass2Setup& setup) {
+  impl_->begin_pass2(setup);
+}
+
+void CriteoPreprocessorCuda::pass2_text(const char* text, size_t bytes,
+                                        const CriteoChunkSink& sink) {
+  size_t pos = 0;
+  while (pos < bytes) {
+    const size_t n = tabular::whole_lines_prefix(text + pos, bytes - pos, impl_->chunk_bytes);
+    if (n >= kMaxChunkBytes)
+      throw Error(Errc::limit_exceeded,
+                  "criteo-preprocess on cuda: a line of " + std::to_string(n) + " bytes");
+    impl_->text_chunk(2, 0, text + pos, n, sink);
+    pos += n;
+  }
+}
+
+void CriteoPreprocessorCuda::pass2_rows(const uint32_t* rows, size_t count,
+                                        const CriteoChunkSink& sink) {
+  const size_t per = std::max<size_t>(impl_->chunk_bytes / tabular::kBinaryRowBytes, 1);
+  for (size_t r = 0; r < count; r += per)
+    impl_->rows_chunk(2, 0, rows + r * kNumFields, std::min(per, count - r), sink);
+}
+
+void CriteoPreprocessorCuda::pass2_kept_day(size_t day, const CriteoChunkSink& sink) {
+  impl_->kept_day_chunks(day, sink);
+}
+
+CriteoCudaTimings CriteoPreprocessorCuda::timings() const { return impl_->timings; }
+
+}  // namespace dlprep::cuda

@@ -1,0 +1,131 @@
+// The CUDA backend of criteo-preprocess (mirrors lib/tabular/preprocess_cpu.cpp). No CUDA type
+// appears here: lib/tabular/preprocess_registry.cpp includes it to wrap it as a
+// tabular::PreprocessBackend. It depends on dlprep_core and lib/tabular's plain-data headers
+// (criteo_schema.hpp, parse_row.hpp, vocab_table.hpp) only, never on dlprep_tabular.
+//
+// Work is cut into device chunks (at most the chunk size, whole lines or rows). Two slots, each
+// with its stream and device buffers, alternate: while chunk i's kernels run, chunk i+1 is copied
+// in and chunk i-1's results go back and to the caller. Results reach the caller in input order
+// through a sink.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tabular/criteo_schema.hpp"
+
+namespace dlprep::cuda {
+
+inline constexpr int kCriteoColumns = tabular::kNumSparse;
+
+/// Page-locked host memory (cudaHostAlloc, portable): chunks in it reach the device by DMA.
+/// Throws Error(device_failure).
+uint8_t* criteo_alloc_pinned(size_t bytes);
+void criteo_free_pinned(uint8_t* p) noexcept;
+
+/// One device chunk's result, delivered in input order.
+struct CriteoChunkResult {
+  uint64_t lines = 0;     ///< lines (text) or rows (binary) of the chunk
+  uint64_t rows = 0;      ///< valid rows
+  uint64_t bad_rows = 0;  ///< malformed lines
+  /// The first malformed line, counted from the chunk's first line; -1 when none. With
+  /// stop_at_error the caller reports it and stops (the counts above are then not meaningful).
+  int64_t first_bad_line = -1;
+  /// That line's bytes with its '\n' (the caller words the message with the CPU parser).
+  std::string_view first_bad_text;
+  /// Pass 1 with want_rows: `rows` decoded rows (40 words, the binary row format).
+  const uint32_t* decoded = nullptr;
+  /// Pass 2: `rows` labels, rows x 13 dense words (float bits, or int32 for int_dense), rows x 26
+  /// IDs, in pinned host memory, valid during the sink call.
+  const int32_t* labels = nullptr;
+  const uint32_t* dense = nullptr;
+  const int32_t* sparse = nullptr;
+};
+using CriteoChunkSink = std::function<void(const CriteoChunkResult&)>;
+
+struct CriteoPass1Setup {
+  std::array<uint32_t, kCriteoColumns> modulus{};  ///< per column; flat table when 0 < M <= 2^22
+  bool build_vocab = true;
+  bool stop_at_error = true;
+  bool want_rows = false;
+  bool keep_rows =
+      false;  ///< keep each day's valid rows in device memory for pass 2, while they fit
+  /// The vocabulary so far per column (values in first-appearance order and their counts); empty
+  /// vectors for a fresh run. Read during begin_pass1 only.
+  std::array<const std::vector<uint32_t>*, kCriteoColumns> seed_values{};
+  std::array<const std::vector<uint64_t>*, kCriteoColumns> seed_counts{};
+};
+
+struct CriteoPass2Setup {
+  std::array<uint32_t, kCriteoColumns> modulus{};
+  bool stop_at_error = true;
+  bool int_dense = false;
+  bool apply_log = true;
+  double log_offset = tabular::kDefaultLogOffset;
+  /// The finalised vocabulary per column: values in first-appearance order, the ID of each
+  /// (ColumnVocab::index_ids) and the OOV ID. Read during begin_pass2 only.
+  std::array<const std::vector<uint32_t>*, kCriteoColumns> values{};
+  std::array<const std::vector<int32_t>*, kCriteoColumns> ids{};
+  std::array<int32_t, kCriteoColumns> oov{};
+};
+
+/// Where the time went (sums of CUDA-event intervals; the two streams overlap).
+struct CriteoCudaTimings {
+  double h2d_ms = 0;
+  double kernel_ms = 0;
+  double d2h_ms = 0;
+  uint64_t chunks = 0;
+  uint64_t kept_rows = 0;
+  uint64_t log_values_on_host = 0;
+};
+
+/// The CUDA preprocessor. Owns two streams, device buffers that grow to the largest chunk, the
+/// vocabulary tables (pass 1) and lookup tables (pass 2). Not thread-safe. After an exception
+/// (from a sink or the device) only destruction is allowed.
+class CriteoPreprocessorCuda {
+ public:
+  /// Throws Error(device_failure) when the device cannot be used.
+  explicit CriteoPreprocessorCuda(size_t chunk_bytes);
+  ~CriteoPreprocessorCuda();
+  CriteoPreprocessorCuda(const CriteoPreprocessorCuda&) = delete;
+  CriteoPreprocessorCuda& operator=(const CriteoPreprocessorCuda&) = delete;
+
+  /// Device chunk size by default (the caller's chunk size when it has none).
+  static size_t default_chunk_bytes();
+  /// Bytes of text (or rows) per device chunk from now on (at most 256 MiB).
+  void set_chunk_bytes(size_t bytes);
+
+  void begin_pass1(const CriteoPass1Setup& setup);
+  /// Text of whole lines ending with '\n' (the caller may reuse the memory after the call).
+  void pass1_text(size_t day, const char* text, size_t bytes, const CriteoChunkSink& sink);
+  /// Binary rows (40 words each).
+  void pass1_rows(size_t day, const uint32_t* rows, size_t count, const CriteoChunkSink& sink);
+  /// Delivers every pending result.
+  void flush();
+  /// After flush(): the vocabulary per column, values in first-appearance order with counts.
+  void read_vocab(std::array<std::vector<uint32_t>, kCriteoColumns>& values,
+                  std::array<std::vector<uint64_t>, kCriteoColumns>& counts);
+  /// Whether all of day `day`'s valid rows were kept in device memory in pass 1.
+  bool kept_day(size_t day) const;
+
+  void begin_pass2(const CriteoPass2Setup& setup);
+  void pass2_text(const char* text, size_t bytes, const CriteoChunkSink& sink);
+  void pass2_rows(const uint32_t* rows, size_t count, const CriteoChunkSink& sink);
+  /// Transforms the rows kept for `day` (then frees them).
+  void pass2_kept_day(size_t day, const CriteoChunkSink& sink);
+
+  CriteoCudaTimings timings() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlprep::cuda

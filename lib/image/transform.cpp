@@ -1,0 +1,115 @@
+// Transform geometry: parsing WxH, the centred crop box and the output size; the pixels are
+// resize.cpp's.
+#include "image/transform.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/error.hpp"
+#include "core/limits.hpp"
+
+namespace dlprep::image {
+namespace {
+
+Error bad(const std::string& what) { return Error(Errc::invalid_argument, what); }
+
+std::string size_text(Size s) { return std::to_string(s.width) + "x" + std::to_string(s.height); }
+
+// A requested output size: positive and within the limits every decoder applies, so that a
+// typo such as 100000x100000 is refused here rather than attempted as a 40 GB allocation.
+void check_size(Size s, const std::string& text) {
+  if (s.width == 0 || s.height == 0)
+    throw bad("'" + text + "': width and height must be at least 1");
+  if (s.width > limits::kMaxSide || s.height > limits::kMaxSide)
+    throw bad("'" + text + "': larger than the limit of " + std::to_string(limits::kMaxSide) +
+              " pixels per side");
+  if (uint64_t{s.width} * s.height > limits::kMaxPixels)
+    throw bad("'" + text + "': " + std::to_string(uint64_t{s.width} * s.height) +
+              " pixels, more than the limit of 2^30 (" + std::to_string(limits::kMaxPixels) + ")");
+}
+
+// round(a * b / c) with halves rounded up, at least 1; a * b fits in 64 bits (32-bit inputs).
+uint32_t scaled(uint32_t a, uint32_t b, uint32_t c) {
+  uint64_t v = (2 * uint64_t{a} * b + c) / (2 * uint64_t{c});
+  return static_cast<uint32_t>(std::max<uint64_t>(v, 1));
+}
+
+}  // namespace
+
+std::string Transform::text() const {
+  std::string s;
+  if (resize.width != 0) s = "resize=" + size_text(resize) + (center_crop ? ",center-crop" : "");
+  if (max_side != 0)
+    s += (s.empty() ? "" : ",") + std::string("max-side=") + std::to_string(max_side);
+  return s;
+}
+
+Size parse_size(std::string_view text) {
+  const std::string quoted(text);
+  size_t x = text.find_first_of("xX");
+  uint64_t w = 0, h = 0;
+  auto number = [](std::string_view part, uint64_t& v) {
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  if (x == std::string_view::npos || !number(text.substr(0, x), w) ||
+      !number(text.substr(x + 1), h))
+    throw bad("'" + quoted + "' is not WIDTHxHEIGHT in pixels (e.g. 1920x1080)");
+  // Clamped so that 4294967296x1 is refused as too large, not wrapped to 0x1.
+  const uint64_t kOver = uint64_t{limits::kMaxSide} + 1;
+  Size s{static_cast<uint32_t>(std::min(w, kOver)), static_cast<uint32_t>(std::min(h, kOver))};
+  check_size(s, quoted);
+  return s;
+}
+
+void check_transform(const Transform& t) {
+  if (t.resize.width != 0 || t.resize.height != 0) check_size(t.resize, size_text(t.resize));
+  if (t.resize.width != 0 && t.max_side != 0) throw bad("resize and max-side exclude each other");
+  if (t.max_side > limits::kMaxSide)
+    throw bad("max side " + std::to_string(t.max_side) + " is larger than the limit of " +
+              std::to_string(limits::kMaxSide));
+  if (t.center_crop && t.resize.width == 0)
+    throw bad("center-crop needs resize WxH (the crop takes its aspect ratio)");
+}
+
+TransformPlan plan_transform(const Transform& t, Size in) {
+  check_transform(t);
+  if (in.width == 0 || in.height == 0)
+    throw bad("transform of an empty image (" + size_text(in) + ")");
+  TransformPlan p;
+  p.crop = Rect{0, 0, in.width, in.height};
+  p.output = in;
+  if (t.resize.width != 0) {
+    const Size r = t.resize;
+    if (t.center_crop) {
+      // Wider than W:H keeps the height, else the width; the other side is rounded down.
+      if (uint64_t{in.width} * r.height > uint64_t{in.height} * r.width) {
+        uint32_t w = static_cast<uint32_t>(uint64_t{in.height} * r.width / r.height);
+        p.crop.width = std::max(w, 1u);
+        p.crop.x = (in.width - p.crop.width) / 2;
+      } else {
+        uint32_t h = static_cast<uint32_t>(uint64_t{in.width} * r.height / r.width);
+        p.crop.height = std::max(h, 1u);
+        p.crop.y = (in.height - p.crop.height) / 2;
+      }
+    }
+    p.output = r;
+  } else if (t.max_side != 0 && std::max(in.width, in.height) > t.max_side) {
+    if (in.width >= in.height)
+      p.output = {t.max_side, scaled(in.height, t.max_side, in.width)};
+    else
+      p.output = {scaled(in.width, t.max_side, in.height), t.max_side};
+  }
+  p.identity = p.crop == Rect{0, 0, in.width, in.height} && p.output == in;
+  return p;
+}
+
+bool apply_transform(const Transform& t, Image& image) {
+  if (t.empty()) return false;
+  TransformPlan p = plan_transform(t, {image.width(), image.height()});
+  if (p.identity) return false;
+  image = resize_lanczos(image, p.crop, p.output.width, p.output.height);
+  return true;
+}
+
+}  // namespace dlprep::image

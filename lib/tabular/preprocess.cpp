@@ -1,0 +1,867 @@
+// criteo-preprocess's pipeline: everything that is the same on every backend. It reads the
+// inputs in chunks, keeps the resume state and the vocabulary checkpoints, assigns the IDs,
+// counts lines, reports malformed rows as file:line, writes every output and stats.json; the
+// compute core of each chunk runs on a PreprocessBackend (preprocess_backend.hpp: the CPU
+// reference in preprocess_cpu.cpp, CUDA in cuda/tabular/), chosen by preprocess_registry.cpp.
+//
+//   pass 1  for each day, for each chunk of whole lines: the backend decodes, applies the modulus
+//           and extends the vocabulary in input order (GenVocab); its pieces come back in order
+//           (bad rows, counts, --emit-binary, the decode cache)
+//           -> the vocabulary checkpoint (vocab/), reused by a rerun (resume)
+//   pass 2  for each day: the backend decodes (or uses the rows it kept from pass 1), applies
+//           Modulus, ApplyVocab, Neg2Zero and Logarithm; the blocks come back in order and are
+//           written through AtomicFile; the row count is known from pass 1, so .npy headers go
+//           first.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "core/parallel.hpp"
+#include "tabular/criteo_preprocess.hpp"
+#include "tabular/input_reader.hpp"
+#include "tabular/npy_format.hpp"
+#include "tabular/parse_tsv.hpp"
+#include "tabular/preprocess_backend.hpp"
+#include "tabular/vocab.hpp"
+#include "tabular/writers.hpp"
+
+namespace dlprep::tabular {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Largest decode cache --decode-cache auto uses (see Run::run for the measurement behind it).
+constexpr uint64_t kAutoCacheMaxBytes = uint64_t{1} << 30;
+// Bad rows reported one by one through the warning callback (the rest only counted).
+constexpr int kMaxBadRowWarnings = 5;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+uint64_t peak_rss_bytes() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+}
+
+// Adds the duration of a scope to a phase total of stats.json.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& total) : total_(total), start_(Clock::now()) {}
+  ~PhaseTimer() { total_ += seconds_since(start_); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  double& total_;
+  Clock::time_point start_;
+};
+
+std::string input_format_name(InputFormat f) {
+  switch (f) {
+    case InputFormat::tsv:
+      return "tsv";
+    case InputFormat::bin:
+      return "bin";
+    case InputFormat::auto_detect:
+      break;
+  }
+  return "auto";
+}
+
+std::string output_format_name(OutputFormat f) {
+  switch (f) {
+    case OutputFormat::npy:
+      return "npy";
+    case OutputFormat::dlrm:
+      return "dlrm";
+    case OutputFormat::split:
+      return "split";
+    case OutputFormat::none:
+      break;
+  }
+  return "none";
+}
+
+json file_identity(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
+  int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return json{{"path", fs::absolute(p).lexically_normal().string()},
+              {"size_bytes", static_cast<uint64_t>(st.st_size)},
+              {"mtime_ns", mtime_ns}};
+}
+
+// Size of a regular file; 0 for anything else (a pipe, /dev/null), which is still readable.
+uint64_t regular_file_size(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
+  return S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) throw Error(Errc::io, p.string() + ": cannot open");
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(Errc::corrupt_data, p.string() + ": " + e.what());
+  }
+}
+
+void write_json(const fs::path& p, const json& j) {
+  std::string s = j.dump(2) + "\n";
+  write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+template <typename T>
+void write_npy_1d(const fs::path& p, const char* descr, const std::vector<T>& v) {
+  AtomicFile f(p);
+  std::string h = npy_header(descr, v.size(), 0);
+  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)));
+  f.commit();
+}
+
+std::string binary_header() {
+  std::string h(kBinaryHeaderBytes, '\0');
+  std::memcpy(h.data(), kBinaryMagic, 8);
+  uint32_t version = kBinaryVersion, row_bytes = kBinaryRowBytes, fields = kNumFields;
+  std::memcpy(h.data() + 8, &version, 4);
+  std::memcpy(h.data() + 12, &row_bytes, 4);
+  std::memcpy(h.data() + 16, &fields, 4);
+  return h;
+}
+
+// The whole run's state, so that the passes read as a sequence of steps.
+class Run {
+ public:
+  explicit Run(const PreprocessOptions& o) : o_(o) {}
+  ~Run() {
+    backend_.reset();  // first: it may still be copying from the buffers below
+    for (int fd : cache_fds_)
+      if (fd >= 0) ::close(fd);
+  }
+  PreprocessStats run();
+
+ private:
+  void validate();
+  /// The number of days pass 1 can skip thanks to a matching checkpoint (all of them when it is
+  /// complete; then the vocabulary is loaded), 0 when there is none.
+  size_t try_resume_vocab(const json& pass1_fp);
+  void load_vocab_from(const fs::path& dir);
+  void preload();
+  /// The reader of day `day`: its preloaded memory, its decode cache (`cached`) or its file.
+  InputReader& open_reader(std::optional<InputReader>& storage, size_t day, bool cached);
+  InputChunk next_chunk(InputReader& reader);
+  void pass1(bool build_vocab, size_t first_day = 0);
+  void pass2();
+  void save_vocab(const json& pass1_fp, size_t days_done);
+  void check_memory(const char* where);
+  std::string stem(size_t day) const { return "day_" + std::to_string(day); }
+  void report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base);
+  void open_cache(size_t day);
+  void write_cache(size_t day, const uint8_t* data, size_t bytes);
+
+  const PreprocessOptions& o_;
+  json pass1_fp_;
+  Clock::time_point last_checkpoint_ = Clock::now();
+  unsigned threads_ = 1;
+  size_t chunk_bytes_ = 0;
+  std::vector<FileKind> kinds_;
+  std::array<uint32_t, kNumSparse> modulus_{};
+  std::vector<ColumnVocab> vocab_;
+  PreprocessStats stats_;
+  uint64_t total_input_bytes_ = 0, done_bytes_ = 0;
+  int warnings_ = 0;
+  std::optional<AtomicFile> emit_;
+  std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
+  bool use_cache_ = false;
+  bool cache_has_indices_ = false;  // the decode cache holds first-appearance indices
+  bool keep_rows_ = false;          // the backend may keep pass 1's rows for pass 2
+  double read_seconds_ = 0, write_seconds_ = 0;
+  // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
+  ReadBuffers read_buffers_;  // lent to every InputReader in turn
+  std::vector<HostBuffer> preloaded_;
+  std::vector<size_t> preloaded_bytes_;
+  std::unique_ptr<PreprocessBackend> backend_;
+};
+
+void Run::validate() {
+  if (o_.inputs.empty()) throw Error(Errc::invalid_argument, "no input files");
+  if (o_.out_dir.empty()) throw Error(Errc::invalid_argument, "no output directory (-o)");
+  if (o_.id_base < 0 || o_.id_base > INT32_MAX)
+    throw Error(Errc::invalid_argument, "--id-base must be in [0, 2^31)");
+  if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id > INT32_MAX))
+    throw Error(Errc::invalid_argument, "--oov-id must be in [0, 2^31)");
+  if (o_.apply_log && !(o_.log_offset > 0))
+    throw Error(Errc::invalid_argument, "--log-offset must be > 0 (log(0) is undefined)");
+  if (o_.output_format == OutputFormat::dlrm && o_.apply_log)
+    throw Error(Errc::invalid_argument,
+                "--output-format dlrm stores integer dense values: add --no-log (the DLRM "
+                "loader takes log(x+1))");
+  if (o_.chunk_bytes != 0 && o_.chunk_bytes < (size_t{64} << 10))
+    throw Error(Errc::invalid_argument, "chunk size must be at least 64 KiB");
+}
+
+void Run::check_memory(const char* where) {
+  if (o_.max_memory_bytes == 0) return;
+  uint64_t rss = peak_rss_bytes();
+  if (rss > o_.max_memory_bytes) {
+    throw Error(Errc::limit_exceeded, std::string(where) + ": memory use " +
+                                          std::to_string(rss >> 20) + " MiB exceeds --max-memory " +
+                                          std::to_string(o_.max_memory_bytes >> 20) + " MiB");
+  }
+}
+
+void Run::report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base) {
+  if (r.first_bad_line < 0) return;
+  std::string msg = o_.inputs[day].string() + ":" +
+                    std::to_string(line_base + static_cast<uint64_t>(r.first_bad_line) + 1) + ": " +
+                    r.first_problem;
+  if (o_.on_bad_row == BadRowPolicy::error) throw Error(Errc::corrupt_data, msg);
+  if (o_.warning && warnings_ < kMaxBadRowWarnings) {
+    ++warnings_;
+    o_.warning(msg + " (row skipped)");
+  }
+}
+
+void Run::open_cache(size_t day) {
+  // O_TMPFILE: a file without a name, freed by the kernel when closed, even after SIGKILL; a
+  // file system without it gets a named file unlinked at once.
+  int fd = ::open(o_.out_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    std::string pattern = (o_.out_dir / ".decode-cache.XXXXXX").string();
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    fd = ::mkstemp(buf.data());
+    if (fd < 0)
+      throw Error(Errc::io, o_.out_dir.string() +
+                                ": cannot create the decode cache: " + std::strerror(errno));
+    ::unlink(buf.data());
+  }
+  cache_fds_[day] = fd;
+}
+
+void Run::write_cache(size_t day, const uint8_t* data, size_t bytes) {
+  while (bytes > 0) {
+    ssize_t n = ::write(cache_fds_[day], data, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw Error(Errc::io, o_.out_dir.string() + ": writing the decode cache failed: " +
+                                std::strerror(errno) + " (--decode-cache off avoids it)");
+    data += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+void Run::preload() {
+  // Each day whole, decompressed, in memory from the backend (pinned for a GPU): the passes then
+  // start from host memory, as BENCHMARKS.md counts the CUDA figures.
+  preloaded_.resize(o_.inputs.size());
+  preloaded_bytes_.assign(o_.inputs.size(), 0);
+  for (size_t day = 0; day < o_.inputs.size(); ++day) {
+    InputReader reader(o_.inputs[day], kinds_[day], chunk_bytes_, &read_buffers_);
+    std::vector<uint8_t> grown;  // gzip: the size is known only at the end
+    HostBuffer buf;
+    size_t used = 0;
+    const uint64_t file_size = regular_file_size(o_.inputs[day]);
+    if (kinds_[day] != FileKind::tsv_gzip && file_size > 0)
+      buf = backend_->allocate_host(file_size + 1 + kTsvReadPadding);
+    for (;;) {
+      InputChunk chunk = reader.next();
+      if (chunk.empty()) break;
+      const auto* src = chunk.text.empty() ? reinterpret_cast<const uint8_t*>(chunk.rows.data())
+                                           : reinterpret_cast<const uint8_t*>(chunk.text.data());
+      size_t n = chunk.text.empty() ? chunk.rows.size_bytes() : chunk.text.size();
+      if (buf && used + n + 1 + kTsvReadPadding <= buf.size()) {
+        std::memcpy(buf.data() + used, src, n);
+      } else {
+        if (buf) {  // the file grew while being read: continue in the vector
+          grown.assign(buf.data(), buf.data() + used);
+          buf.reset();
+        }
+        grown.insert(grown.end(), src, src + n);
+      }
+      used += n;
+    }
+    if (!buf) {
+      buf = backend_->allocate_host(used + 1 + kTsvReadPadding);
+      if (used) std::memcpy(buf.data(), grown.data(), used);
+    }
+    std::memset(buf.data() + used, 0, 1 + kTsvReadPadding);  // the text decoder's padding
+    preloaded_[day] = std::move(buf);
+    preloaded_bytes_[day] = used;
+  }
+}
+
+InputReader& Run::open_reader(std::optional<InputReader>& storage, size_t day, bool cached) {
+  PhaseTimer t(read_seconds_);
+  if (cached) {
+    storage.emplace(cache_fds_[day], o_.inputs[day].string() + " (decoded)", chunk_bytes_,
+                    &read_buffers_);
+  } else if (!preloaded_.empty()) {
+    FileKind kind = kinds_[day] == FileKind::bin ? FileKind::bin : FileKind::tsv;
+    storage.emplace(std::span<const uint8_t>(preloaded_[day].data(), preloaded_bytes_[day]), kind,
+                    chunk_bytes_, regular_file_size(o_.inputs[day]));
+  } else {
+    storage.emplace(o_.inputs[day], kinds_[day], chunk_bytes_, &read_buffers_);
+  }
+  return *storage;
+}
+
+InputChunk Run::next_chunk(InputReader& reader) {
+  PhaseTimer t(read_seconds_);
+  return reader.next();
+}
+
+void Run::pass1(bool build_vocab, size_t first_day) {
+  Pass1Setup setup;
+  setup.modulus = modulus_;
+  setup.build_vocab = build_vocab;
+  setup.stop_at_error = o_.on_bad_row == BadRowPolicy::error;
+  setup.want_rows = emit_.has_value() || (use_cache_ && !build_vocab);
+  setup.index_rows = use_cache_ && build_vocab;
+  setup.keep_rows = keep_rows_;
+  backend_->begin_pass1(setup, vocab_);
+  cache_has_indices_ = build_vocab;
+  for (size_t day = first_day; day < o_.inputs.size(); ++day) {
+    std::optional<InputReader> reader_storage;
+    InputReader& reader = open_reader(reader_storage, day, false);
+    DayStats& ds = stats_.days[day];
+    ds.rows = ds.bad_rows = 0;
+    if (use_cache_ && kinds_[day] != FileKind::bin) open_cache(day);
+    const bool cache = use_cache_ && cache_fds_[day] >= 0;
+    uint64_t lines = 0, last_bytes = 0;
+    // In file order: the line numbers of errors, the counts, the decoded-row files.
+    PieceSink sink = [&](const PieceOutput& p) {
+      report_bad_rows(day, p.result, lines);
+      lines += p.result.lines;
+      ds.rows += p.result.rows;
+      ds.bad_rows += p.result.bad_rows;
+      if (p.result.rows == 0 || p.rows == nullptr) return;
+      PhaseTimer t(write_seconds_);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(p.rows);
+      if (cache && !build_vocab) write_cache(day, bytes, p.result.rows * kBinaryRowBytes);
+      if (emit_) emit_->write(ByteSpan(bytes, p.result.rows * kBinaryRowBytes));
+    };
+    IndexRowsSink index_sink;
+    if (cache && build_vocab) {
+      index_sink = [&](const uint32_t* rows, size_t n) {
+        PhaseTimer t(write_seconds_);
+        write_cache(day, reinterpret_cast<const uint8_t*>(rows), n * kBinaryRowBytes);
+      };
+    }
+    for (;;) {
+      InputChunk chunk = next_chunk(reader);
+      if (chunk.empty()) break;
+      backend_->pass1_chunk(day, chunk, sink, index_sink);
+      uint64_t now = reader.file_bytes();
+      done_bytes_ += now - last_bytes;
+      last_bytes = now;
+      check_memory("pass 1");
+      if (o_.progress)
+        o_.progress(
+            ProgressEvent{"pass 1", done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
+    }
+    backend_->flush();
+    ds.input_bytes = reader.file_bytes();
+    // A partial checkpoint after a day, at most once every checkpoint_seconds, so that a rerun
+    // after a crash continues pass 1 with the next day (short runs never pay for it).
+    if (build_vocab && o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
+        seconds_since(last_checkpoint_) >= o_.checkpoint_seconds) {
+      backend_->sync_vocab();
+      PhaseTimer t(write_seconds_);
+      save_vocab(pass1_fp_, day + 1);
+      last_checkpoint_ = Clock::now();
+    }
+  }
+  if (build_vocab) backend_->sync_vocab();
+}
+
+void Run::pass2() {
+  Pass2Setup setup;
+  setup.modulus = modulus_;
+  setup.stop_at_error = o_.on_bad_row == BadRowPolicy::error;
+  setup.int_dense = o_.output_format == OutputFormat::dlrm;
+  setup.apply_log = o_.apply_log && !setup.int_dense;
+  setup.log_offset = o_.log_offset;
+  backend_->begin_pass2(setup, vocab_);
+  const bool discard = o_.discard_outputs;
+
+  // Pass-2 resume state: which days are complete under these exact output settings.
+  json fp2 = {{"vocab_rows", stats_.rows},
+              {"cardinality", stats_.cardinality},
+              {"output_format", output_format_name(o_.output_format)},
+              {"min_freq", o_.min_freq},
+              {"id_base", o_.id_base},
+              {"oov_id", o_.oov_id ? *o_.oov_id : -1},
+              {"apply_log", o_.apply_log},
+              {"log_offset", o_.log_offset},
+              {"split_last", static_cast<int>(o_.split_last)},
+              {"vocab_from", o_.vocab_from ? o_.vocab_from->string() : ""}};
+  if (o_.vocab_from) {
+    // A rebuilt vocabulary at the same path must not reuse outputs made with the old one.
+    fs::path dir = *o_.vocab_from;
+    fp2["vocab_from_id"] = file_identity(
+        fs::exists(dir / "vocab.json") ? dir / "vocab.json" : dir / "vocab" / "vocab.json");
+  }
+  json inputs = json::array();
+  for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));
+  fp2["inputs"] = inputs;
+  fs::path state_path = o_.out_dir / "state.json";
+  std::vector<size_t> done_days;
+  if (o_.resume && !discard && fs::exists(state_path)) {
+    try {
+      json st = read_json(state_path);
+      if (st.value("pass2", json()) == fp2)
+        for (auto& d : st["days_done"]) done_days.push_back(d.get<size_t>());
+    } catch (const Error&) {
+      // An unreadable state file only means nothing is reused.
+    }
+  }
+  std::vector<size_t> completed;
+
+  for (size_t day = 0; day < o_.inputs.size(); ++day) {
+    DayStats& ds = stats_.days[day];
+    bool last = day + 1 == o_.inputs.size();
+    bool split = last && o_.split_last != SplitLast::none;
+    std::vector<std::string> stems;
+    if (split) {
+      stems = o_.split_last == SplitLast::test_val ? std::vector<std::string>{"test", "val"}
+                                                   : std::vector<std::string>{"val", "test"};
+    } else {
+      stems = {stem(day)};
+    }
+    if (std::find(done_days.begin(), done_days.end(), day) != done_days.end()) {
+      bool all = true;
+      for (const auto& s : stems)
+        for (const auto& f : output_files(o_.output_format, o_.out_dir, s))
+          all = all && fs::exists(f);
+      if (all) {
+        ds.skipped = true;
+        completed.push_back(day);
+        done_bytes_ += ds.input_bytes;
+        continue;
+      }
+    }
+    std::unique_ptr<DayWriter> writer;
+    if (!discard) {
+      PhaseTimer t(write_seconds_);
+      if (split) {
+        uint64_t first = (ds.rows + 1) / 2;  // numpy.array_split: the first half gets the extra
+        writer = split_writer(
+            open_day_writer(o_.output_format, o_.out_dir, stems[0], first),
+            open_day_writer(o_.output_format, o_.out_dir, stems[1], ds.rows - first), first);
+      } else {
+        writer = open_day_writer(o_.output_format, o_.out_dir, stems[0], ds.rows);
+      }
+    }
+    uint64_t lines = 0, rows = 0, last_bytes = 0;
+    PieceSink sink = [&](const PieceOutput& p) {
+      report_bad_rows(day, p.result, lines);
+      lines += p.result.lines;
+      rows += p.result.rows;
+      if (p.result.rows == 0 || !writer) return;
+      PhaseTimer t(write_seconds_);
+      writer->write(p.block);
+    };
+    const bool cached = use_cache_ && cache_fds_[day] >= 0;
+    if (backend_->kept_day(day)) {
+      backend_->pass2_kept_day(day, sink);
+      backend_->flush();
+      done_bytes_ += ds.input_bytes;
+    } else {
+      std::optional<InputReader> reader_storage;
+      InputReader& reader = open_reader(reader_storage, day, cached);
+      const bool indices = cached && cache_has_indices_;
+      for (;;) {
+        InputChunk chunk = next_chunk(reader);
+        if (chunk.empty()) break;
+        backend_->pass2_chunk(chunk, indices, sink);
+        uint64_t now = cached ? 0 : reader.file_bytes();
+        done_bytes_ += now - last_bytes;
+        last_bytes = now;
+        check_memory("pass 2");
+        if (o_.progress)
+          o_.progress(ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2,
+                                    o_.inputs[day].string()});
+      }
+      backend_->flush();
+    }
+    if (discard && rows != ds.rows) {
+      // What the writers check at commit (writers.cpp), when there are none.
+      throw Error(Errc::corrupt_data, stems[0] + ": the input changed between the passes (" +
+                                          std::to_string(ds.rows) + " rows in pass 1, " +
+                                          std::to_string(rows) + " in pass 2)");
+    }
+    if (writer) {
+      PhaseTimer t(write_seconds_);
+      writer->commit();
+    }
+    if (cached) {
+      done_bytes_ += ds.input_bytes;
+      ::close(cache_fds_[day]);  // frees the decoded rows of this day at once
+      cache_fds_[day] = -1;
+    }
+    if (discard) continue;
+    completed.push_back(day);
+    json st = {{"schema", "dlprep.criteo-state/1"}, {"pass2", fp2}, {"days_done", completed}};
+    PhaseTimer t(write_seconds_);
+    write_json(state_path, st);
+  }
+}
+
+void Run::save_vocab(const json& pass1_fp, size_t days_done) {
+  fs::path dir = o_.out_dir / "vocab";
+  fs::create_directories(dir);
+  for (int j = 0; j < kNumSparse; ++j) {
+    std::string c = "C" + std::to_string(j + 1);
+    write_npy_1d(dir / (c + "_values.npy"), "<u4", vocab_[j].values());
+    write_npy_1d(dir / (c + "_counts.npy"), "<u8", vocab_[j].counts());
+  }
+  json days = json::array();
+  for (const auto& d : stats_.days)
+    days.push_back({{"input", d.input},
+                    {"rows", d.rows},
+                    {"bad_rows", d.bad_rows},
+                    {"input_bytes", d.input_bytes}});
+  std::vector<uint64_t> cardinality;
+  for (const auto& v : vocab_) cardinality.push_back(v.size());
+  json v = {{"schema", "dlprep.criteo-vocab/1"},
+            {"modulus", modulus_},
+            {"cardinality", cardinality},
+            {"days", days},
+            {"days_done", days_done},
+            {"pass1", pass1_fp}};
+  // Written last. A crash between the arrays and this file leaves arrays whose lengths differ
+  // from the recorded cardinalities, which load_vocab_from rejects.
+  write_json(dir / "vocab.json", v);
+}
+
+size_t Run::try_resume_vocab(const json& pass1_fp) {
+  fs::path vj = o_.out_dir / "vocab" / "vocab.json";
+  if (!o_.resume || !fs::exists(vj)) return 0;
+  try {
+    json v = read_json(vj);
+    if (v.value("pass1", json()) != pass1_fp) return 0;
+    const json& days = v["days"];
+    size_t done = v.value("days_done", days.size());
+    if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
+    load_vocab_from(o_.out_dir / "vocab");
+    for (size_t d = 0; d < done; ++d) {
+      stats_.days[d].rows = days[d]["rows"].get<uint64_t>();
+      stats_.days[d].bad_rows = days[d]["bad_rows"].get<uint64_t>();
+      stats_.days[d].input_bytes = days[d]["input_bytes"].get<uint64_t>();
+    }
+    return done;
+  } catch (const Error&) {
+    return 0;  // an unusable checkpoint only means pass 1 runs again
+  } catch (const json::exception&) {
+    return 0;
+  }
+}
+
+void Run::load_vocab_from(const fs::path& where) {
+  fs::path dir = fs::exists(where / "vocab.json") ? where : where / "vocab";
+  json v = read_json(dir / "vocab.json");
+  if (v.value("schema", "") != "dlprep.criteo-vocab/1")
+    throw Error(Errc::corrupt_data, (dir / "vocab.json").string() + ": not a dlprep vocabulary");
+  auto m = v["modulus"].get<std::vector<uint32_t>>();
+  if (m.size() != kNumSparse)
+    throw Error(Errc::corrupt_data, (dir / "vocab.json").string() + ": bad modulus list");
+  for (int j = 0; j < kNumSparse; ++j) {
+    if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != m[j])
+      throw Error(Errc::invalid_argument,
+                  "--modulus differs from the vocabulary's (" + std::to_string(m[j]) + ")");
+    modulus_[j] = m[j];
+  }
+  vocab_.clear();
+  for (int j = 0; j < kNumSparse; ++j) {
+    std::string c = "C" + std::to_string(j + 1);
+    NpyArray values = read_npy(dir / (c + "_values.npy"));
+    NpyArray counts = read_npy(dir / (c + "_counts.npy"));
+    if (values.descr != "<u4" || counts.descr != "<u8" || values.rows != counts.rows)
+      throw Error(Errc::corrupt_data, dir.string() + ": bad vocabulary arrays for " + c);
+    if (v.contains("cardinality") && v["cardinality"][j].get<uint64_t>() != values.rows)
+      throw Error(Errc::corrupt_data, dir.string() + ": " + c + " does not match vocab.json");
+    std::vector<uint32_t> vv(values.rows);
+    std::vector<uint64_t> cc(counts.rows);
+    std::memcpy(vv.data(), values.data.data(), vv.size() * 4);
+    std::memcpy(cc.data(), counts.data.data(), cc.size() * 8);
+    vocab_.emplace_back(m[j]);
+    try {
+      vocab_.back().assign(std::move(vv), std::move(cc));
+    } catch (const Error& e) {
+      throw e.with_context(dir.string() + "/" + c);
+    }
+  }
+}
+
+PreprocessStats Run::run() {
+  auto t0 = Clock::now();
+  validate();
+  threads_ = o_.threads ? o_.threads : hardware_threads();
+  stats_.threads = threads_;
+  stats_.gzip_backend = gzip_backend_name();
+  backend_ = make_preprocess_backend(o_.device, threads_);
+  stats_.device = std::string(backend_->device_name());
+  chunk_bytes_ = o_.chunk_bytes ? o_.chunk_bytes : backend_->default_chunk_bytes();
+  read_buffers_.allocate = [this](size_t bytes) { return backend_->allocate_host(bytes); };
+  modulus_ = o_.modulus;
+  for (const auto& in : o_.inputs) {
+    kinds_.push_back(detect_file_kind(in, o_.input_format));
+    DayStats d;
+    d.input = in.string();
+    stats_.days.push_back(d);
+    total_input_bytes_ += regular_file_size(in);
+  }
+  if (o_.max_memory_bytes) {
+    uint64_t need = static_cast<uint64_t>(chunk_bytes_) * 3;
+    for (uint32_t m : modulus_)
+      if (m && m <= kFlatMaxModulus) need += uint64_t{m} * 4;
+    if (o_.preload_inputs) need += total_input_bytes_;
+    if (need > o_.max_memory_bytes)
+      throw Error(Errc::limit_exceeded, "needs about " + std::to_string(need >> 20) +
+                                            " MiB (vocabulary tables and " +
+                                            "chunk buffers) but --max-memory is " +
+                                            std::to_string(o_.max_memory_bytes >> 20) + " MiB");
+  }
+  std::error_code ec;
+  fs::create_directories(o_.out_dir, ec);
+  if (ec) throw Error(Errc::io, o_.out_dir.string() + ": cannot create: " + ec.message());
+  cache_fds_.assign(o_.inputs.size(), -1);
+  const bool pass2_runs = o_.output_format != OutputFormat::none;
+  if (pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&
+      !o_.preload_inputs) {
+    // Estimated decoded size: 160 bytes per row of about 240 text bytes; gzip text is about 4x
+    // smaller than the text.
+    uint64_t estimate = 0;
+    for (size_t d = 0; d < o_.inputs.size(); ++d) {
+      uint64_t size = regular_file_size(o_.inputs[d]);
+      if (kinds_[d] == FileKind::tsv) estimate += size / 3 * 2;
+      if (kinds_[d] == FileKind::tsv_gzip) estimate += size * 3;
+    }
+    struct statvfs vfs {};
+    uint64_t free_bytes = ::statvfs(o_.out_dir.c_str(), &vfs) == 0
+                              ? static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize
+                              : 0;
+    // auto: only while the cache stays well inside the page cache. Measured at 10M rows (1.6 GB of
+    // decoded rows) it cost 7.4 s more kernel time (writeback of the temporary file) than the 2.4 s
+    // of decoding it saved; at 1M rows (160 MB) it saved 6% of the CPU time.
+    use_cache_ = estimate > 0 && (o_.decode_cache == DecodeCache::on ||
+                                  (estimate <= kAutoCacheMaxBytes && estimate * 2 < free_bytes));
+  }
+  // A backend without a host decode cache (CUDA) may keep the decoded rows itself.
+  keep_rows_ = pass2_runs && o_.decode_cache != DecodeCache::off && !backend_->host_decode_cache();
+
+  json inputs = json::array();
+  for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));
+  json pass1_fp = {{"inputs", inputs},
+                   {"input_format", input_format_name(o_.input_format)},
+                   {"modulus", modulus_},
+                   {"on_bad_row", o_.on_bad_row == BadRowPolicy::skip ? "skip" : "error"}};
+
+  pass1_fp_ = pass1_fp;
+  if (o_.preload_inputs) {
+    auto tp = Clock::now();
+    preload();
+    stats_.preload_seconds = seconds_since(tp);
+  }
+  auto t1 = Clock::now();
+  if (o_.emit_binary) {
+    emit_.emplace(*o_.emit_binary);
+    std::string h = binary_header();
+    emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+  }
+  if (o_.vocab_from) {
+    load_vocab_from(*o_.vocab_from);
+    stats_.vocab_reused = true;
+    pass1(false);  // counts rows (the .npy headers need them) and validates every row
+  } else if (size_t done = o_.emit_binary ? 0 : try_resume_vocab(pass1_fp);
+             done == o_.inputs.size()) {
+    stats_.vocab_reused = true;
+    use_cache_ = false;  // pass 1 did not run: pass 2 reads the inputs
+    for (const auto& d : stats_.days) done_bytes_ += d.input_bytes;
+  } else {
+    // From scratch, or after the days of a partial checkpoint (their pass 2 reads the inputs).
+    if (done == 0) {
+      vocab_.clear();
+      for (int j = 0; j < kNumSparse; ++j) vocab_.emplace_back(modulus_[j]);
+    }
+    stats_.days_resumed_in_pass1 = done;
+    for (size_t d = 0; d < done; ++d) done_bytes_ += stats_.days[d].input_bytes;
+    pass1(true, done);
+  }
+  if (emit_) {
+    PhaseTimer t(write_seconds_);
+    emit_->commit();
+  }
+  for (const auto& d : stats_.days) {
+    stats_.rows += d.rows;
+    stats_.bad_rows += d.bad_rows;
+  }
+  for (int j = 0; j < kNumSparse; ++j) stats_.cardinality[j] = vocab_[j].size();
+  if (!stats_.vocab_reused && o_.write_vocab) {
+    PhaseTimer t(write_seconds_);
+    save_vocab(pass1_fp, o_.inputs.size());
+  }
+  stats_.pass1_seconds = seconds_since(t1);
+
+  auto t2 = Clock::now();
+  for (int j = 0; j < kNumSparse; ++j) {
+    int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : -1);
+    if (oov < 0) {
+      // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
+      int64_t kept = 0;
+      for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
+      oov = o_.id_base + kept;
+    }
+    if (oov > INT32_MAX) throw Error(Errc::limit_exceeded, "OOV ID does not fit in int32");
+    stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
+                                        static_cast<int32_t>(oov));
+  }
+  if (pass2_runs) pass2();
+  stats_.pass2_seconds = seconds_since(t2);
+  BackendTimings bt = backend_->timings();
+  stats_.decode_cache = use_cache_ || bt.kept_rows > 0;
+  stats_.read_seconds = read_seconds_;
+  stats_.write_seconds = write_seconds_;
+  stats_.compute_seconds =
+      std::max(0.0, stats_.pass1_seconds + stats_.pass2_seconds - read_seconds_ - write_seconds_);
+  stats_.h2d_seconds = bt.h2d_seconds;
+  stats_.kernel_seconds = bt.kernel_seconds;
+  stats_.d2h_seconds = bt.d2h_seconds;
+  stats_.device_chunks = bt.chunks;
+  stats_.log_values_on_host = bt.log_values_on_host;
+  stats_.total_seconds = seconds_since(t0);
+  stats_.peak_rss_bytes = peak_rss_bytes();
+  write_json(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
+  return stats_;
+}
+
+}  // namespace
+
+std::string PreprocessStats::to_json() const {
+  json days_j = json::array();
+  for (const auto& d : days)
+    days_j.push_back({{"input", d.input},
+                      {"rows", d.rows},
+                      {"bad_rows", d.bad_rows},
+                      {"input_bytes", d.input_bytes},
+                      {"skipped", d.skipped}});
+  // Where the time went. compute: both passes from chunks in host memory to the output arrays
+  // back in host memory (for CUDA with preloaded inputs, the figure BENCHMARKS.md defines).
+  json phases = {{"preload_seconds", preload_seconds},
+                 {"read_seconds", read_seconds},
+                 {"compute_seconds", compute_seconds},
+                 {"write_seconds", write_seconds},
+                 {"compute_rows_per_s",
+                  compute_seconds > 0 ? static_cast<double>(rows) / compute_seconds : 0.0}};
+  json j = {{"schema", "dlprep.criteo-preprocess/1"},
+            {"rows", rows},
+            {"bad_rows", bad_rows},
+            {"days", days_j},
+            {"cardinality", cardinality},
+            {"kept", kept},
+            {"pass1_seconds", pass1_seconds},
+            {"pass2_seconds", pass2_seconds},
+            {"total_seconds", total_seconds},
+            {"rows_per_s", total_seconds > 0 ? static_cast<double>(rows) / total_seconds : 0.0},
+            {"phases", phases},
+            {"vocab_reused", vocab_reused},
+            {"days_resumed_in_pass1", days_resumed_in_pass1},
+            {"decode_cache", decode_cache},
+            {"peak_rss_bytes", peak_rss_bytes},
+            {"threads", threads},
+            {"device", device},
+            {"gzip_backend", gzip_backend}};
+  if (device == "cuda") {
+    // Sums of CUDA-event intervals; the two streams overlap, so they may exceed compute_seconds.
+    j["cuda"] = {{"h2d_seconds", h2d_seconds},
+                 {"kernel_seconds", kernel_seconds},
+                 {"d2h_seconds", d2h_seconds},
+                 {"device_chunks", device_chunks},
+                 {"log_values_on_host", log_values_on_host}};
+  }
+  return j.dump(2);
+}
+
+PreprocessStats preprocess(const PreprocessOptions& options) {
+  Run run(options);
+  return run.run();
+}
+
+std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
+  std::array<uint32_t, kNumSparse> out{};
+  std::vector<uint64_t> vals;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
+        item.size() > 10)
+      throw Error(Errc::invalid_argument, "--modulus: '" + item + "' is not a number");
+    uint64_t v = std::stoull(item);
+    if (v > UINT32_MAX) throw Error(Errc::invalid_argument, "--modulus: " + item + " > 2^32-1");
+    vals.push_back(v);
+  }
+  if (vals.size() == 1) {
+    out.fill(static_cast<uint32_t>(vals[0]));
+  } else if (vals.size() == kNumSparse) {
+    for (int j = 0; j < kNumSparse; ++j) out[j] = static_cast<uint32_t>(vals[j]);
+  } else {
+    throw Error(Errc::invalid_argument, "--modulus: give one value or 26 comma-separated values");
+  }
+  return out;
+}
+
+void apply_preset(const std::string& name, PreprocessOptions& o) {
+  if (name == "dlrm") {
+    // Meta DLRM data_utils.py: 0-based first-appearance IDs over all days, no threshold,
+    // negatives to 0, log(x+1) left to the loader; MLPerf-v1 binary; last day test then val.
+    o.id_base = 0;
+    o.oov_id.reset();
+    o.min_freq = 1;
+    o.apply_log = false;
+    o.log_offset = 1.0;
+    o.output_format = OutputFormat::dlrm;
+    o.split_last = SplitLast::test_val;
+  } else if (name == "torchrec") {
+    // MLPerf DLRMv2 / TorchRec npy pipeline: IDs from 2, OOV 1, log(x+3) stored; val then test.
+    o.id_base = 2;
+    o.oov_id = 1;
+    o.min_freq = 1;
+    o.apply_log = true;
+    o.log_offset = 3.0;
+    o.output_format = OutputFormat::npy;
+    o.split_last = SplitLast::val_test;
+  } else if (name == "piper") {
+    // PIPER's benchmark: modulus 5000, first-appearance IDs from 0, log(x+1).
+    o.modulus.fill(5000);
+    o.id_base = 0;
+    o.oov_id.reset();
+    o.min_freq = 1;
+    o.apply_log = true;
+    o.log_offset = 1.0;
+    o.output_format = OutputFormat::npy;
+    o.split_last = SplitLast::none;
+  } else {
+    throw Error(Errc::invalid_argument, "unknown preset '" + name + "' (dlrm, torchrec, piper)");
+  }
+}
+
+}  // namespace dlprep::tabular

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Prepares, on the build machine, what the GPU session of issue 4 carries to the device machine
+# (tests/bench/l3_cuda_bench.md): the git-ignored folder carry/ with
+#   carry/deps/      the headers of CLI11, nlohmann/json and doctest with relocatable CMake
+#                    configs, and Debian 12's static zlib and libpng with their headers (the device
+#                    machine may lack the -dev packages; these link on its newer system);
+#   carry/l3bench/   a subset of the benchmark photo sets (BENCHMARKS.md): FHD_COUNT pictures of
+#                    the FHD set and NATIVE_COUNT of the native set, each as L3 (dlprep l3 encode,
+#                    automatic patch) and as JPEG q90 4:2:0 (Pillow, libjpeg-turbo) made from the
+#                    same pixels, in fhd/, fhd_jpeg/, native/, native_jpeg/ with matching names.
+# The whole photo set (47 FHD PNGs, ~93 MB) is over the 64 MiB a device call carries with the
+# tree; the benchmark repeats the subset to fill its batches, which is how the issue's batches of
+# 256 are made anyway.
+#
+# Usage: tests/bench/make_l3_cuda_carry.sh     (from anywhere; paths from the repository root)
+# Environment: DLPREP (default build/dlprep, any build with PNG), CACHE (tests/bench/cache, made
+# by run_image_bench.sh / make_photo_sets.py), FHD_COUNT (16), NATIVE_COUNT (2),
+# LIMIT_MB (54: what carry/ may take, leaving the rest of the 64 MiB to the working tree).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+DLPREP=${DLPREP:-build/dlprep}
+CACHE=${CACHE:-tests/bench/cache}
+FHD_COUNT=${FHD_COUNT:-16}
+NATIVE_COUNT=${NATIVE_COUNT:-2}
+LIMIT_MB=${LIMIT_MB:-54}
+PYTHON=/usr/bin/python3  # Debian's, with python3-pil
+
+[[ -x $DLPREP ]] || { echo "make_l3_cuda_carry.sh: $DLPREP not found (set DLPREP)" >&2; exit 2; }
+[[ -d $CACHE/fhd && -d $CACHE/native ]] || {
+  echo "make_l3_cuda_carry.sh: no photo sets in $CACHE: run tests/bench/make_photo_sets.py $CACHE" >&2
+  exit 2
+}
+grep -qx '/carry/' .gitignore || { echo "make_l3_cuda_carry.sh: carry/ is not git-ignored" >&2; exit 2; }
+
+# 1. Build dependencies.
+deps=carry/deps
+rm -rf "$deps"
+mkdir -p "$deps/include" "$deps/lib" "$deps/share/cmake"
+cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/doctest "$deps/include/"
+cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
+cp /usr/include/zlib.h /usr/include/zconf.h "$deps/include/"
+cp /usr/include/png.h /usr/include/pngconf.h /usr/include/pnglibconf.h "$deps/include/"
+cp /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/x86_64-linux-gnu/libpng16.a "$deps/lib/"
+{
+  echo "Copied by tests/bench/make_l3_cuda_carry.sh from Debian 12 packages:"
+  dpkg-query -W -f '  ${Package} ${Version}\n' libcli11-dev nlohmann-json3-dev doctest-dev \
+    zlib1g-dev libpng-dev 2>/dev/null || true
+} > "$deps/SOURCES.txt"
+
+# 2. The photo subset: evenly spaced over the name-sorted sets (the same rule as
+# run_image_bench.sh's FHD_LIMIT/NATIVE_LIMIT); native pictures among the smallest native size
+# (2560x1600) so that a few fit.
+pick() {  # pick COUNT FILE...: COUNT files evenly spaced over the list
+  local count=$1
+  shift
+  local n=$#
+  local files=("$@")
+  ((count > n)) && count=$n
+  for ((i = 0; i < count; i++)); do echo "${files[$((i * n / count))]}"; done
+}
+set_dir=carry/l3bench
+rm -rf "$set_dir"
+mkdir -p "$set_dir"/{fhd,fhd_jpeg,native,native_jpeg}
+mapfile -t fhd < <(pick "$FHD_COUNT" "$CACHE"/fhd/*.png)
+mapfile -t native < <(pick "$NATIVE_COUNT" "$CACHE"/native/*_2560x1600.png)
+"$DLPREP" -q l3 encode "${fhd[@]}" -o "$set_dir/fhd/"
+"$DLPREP" -q l3 encode "${native[@]}" -o "$set_dir/native/"
+"$PYTHON" - "$set_dir" "${fhd[@]}" -- "${native[@]}" <<'PY'
+import os, sys
+from PIL import Image
+out, rest = sys.argv[1], sys.argv[2:]
+split = rest.index("--")
+for folder, files in (("fhd_jpeg", rest[:split]), ("native_jpeg", rest[split + 1:])):
+    for png in files:
+        name = os.path.splitext(os.path.basename(png))[0]
+        # q90, 4:2:0, baseline: what BENCHMARKS.md's JPEG row and the issue's nvJPEG row mean.
+        Image.open(png).convert("RGB").save(os.path.join(out, folder, name + ".jpg"), quality=90,
+                                            subsampling=2, optimize=False, progressive=False)
+PY
+
+total_kb=$(du -sk carry | cut -f1)
+echo "carry/: $((total_kb / 1024)) MiB"
+du -sh "$deps" "$set_dir"/*
+echo "fhd: ${#fhd[@]} pictures; native: ${#native[@]} ($(for f in "${native[@]}"; do basename "$f" .png; done | tr '\n' ' '))"
+if ((total_kb > LIMIT_MB * 1024)); then
+  echo "make_l3_cuda_carry.sh: carry/ takes more than $LIMIT_MB MiB: lower FHD_COUNT or NATIVE_COUNT" >&2
+  exit 1
+fi

@@ -1,0 +1,153 @@
+// The per-element code that the CPU backend and the CUDA kernel share (l3/batch_output.hpp):
+// the layouts' index mapping, the window, the colour transform, the normalisation with its
+// fixed operation order, the half conversion and the random crop's generator.
+#include "l3/batch_output.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace dlprep::l3 {
+namespace {
+
+uint16_t reference_half(float f) {
+  const _Float16 h = static_cast<_Float16>(f);  // the compiler's IEEE conversion (nearest even)
+  uint16_t bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+
+float from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+TEST_CASE("float_to_half_bits rounds to nearest even like the compiler's _Float16") {
+  // Every float a normalised byte can take with the usual constants, and a sweep over all bit
+  // patterns (every 997th, plus the neighbourhood of each half value).
+  const float means[] = {0.0f, 123.675f, 116.28f, 103.53f, 127.5f, 255.0f};
+  const float stds[] = {1.0f, 58.395f, 57.12f, 57.375f, 0.5f, 1e-3f, 255.0f};
+  for (float mean : means)
+    for (float sd : stds)
+      for (int x = 0; x < 256; ++x) {
+        const float v = normalize_byte(static_cast<uint8_t>(x), mean, 1.0f / sd);
+        REQUIRE(float_to_half_bits(v) == reference_half(v));
+      }
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 997) {
+    const float f = from_bits(static_cast<uint32_t>(bits));
+    if (std::isnan(f)) continue;  // NaN payloads may differ; NaN-ness is checked below
+    REQUIRE(float_to_half_bits(f) == reference_half(f));
+  }
+  // Around every finite half: the value, the midpoint to the next (a tie), one float ulp either
+  // side of the midpoint, for both signs.
+  for (uint32_t h = 0; h < 0x7BFF; ++h) {
+    _Float16 lo, hi;
+    const uint16_t lo_bits = static_cast<uint16_t>(h), hi_bits = static_cast<uint16_t>(h + 1);
+    std::memcpy(&lo, &lo_bits, 2);
+    std::memcpy(&hi, &hi_bits, 2);
+    const float a = static_cast<float>(lo), mid = (a + static_cast<float>(hi)) / 2;  // exact
+    for (float g : {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)})
+      for (float s : {1.0f, -1.0f}) REQUIRE(float_to_half_bits(s * g) == reference_half(s * g));
+  }
+  CHECK(float_to_half_bits(std::numeric_limits<float>::infinity()) == 0x7C00);
+  CHECK(float_to_half_bits(-std::numeric_limits<float>::infinity()) == 0xFC00);
+  CHECK(float_to_half_bits(65520.0f) == 0x7C00);  // the midpoint to infinity rounds up (even)
+  CHECK(float_to_half_bits(65519.996f) == 0x7BFF);
+  const uint16_t nan = float_to_half_bits(std::numeric_limits<float>::quiet_NaN());
+  CHECK((nan & 0x7C00) == 0x7C00);
+  CHECK((nan & 0x03FF) != 0);
+}
+
+TEST_CASE("normalize_byte is one rounded subtraction, then one rounded multiplication") {
+  // Computed independently in double: the exact difference and product of floats fit in a
+  // double, so rounding them to float is what IEEE float arithmetic must give, with or without
+  // FMA hardware.
+  const float means[] = {0.0f, 123.675f, 116.28f, 103.53f, 0.485f * 255, -3.5f};
+  const float stds[] = {1.0f, 58.395f, 57.12f, 57.375f, 0.229f * 255, 3.0f};
+  for (float mean : means)
+    for (float sd : stds) {
+      const float scale = 1.0f / sd;
+      for (int x = 0; x < 256; ++x) {
+        const float centred = static_cast<float>(static_cast<double>(x) - mean);
+        const float want = static_cast<float>(static_cast<double>(centred) * scale);
+        REQUIRE(normalize_byte(static_cast<uint8_t>(x), mean, scale) == want);
+      }
+    }
+  // Reference values (ImageNet's red channel).
+  CHECK(normalize_byte(0, 123.675f, 1.0f / 58.395f) == doctest::Approx(-2.1179039).epsilon(1e-7));
+  CHECK(normalize_byte(255, 123.675f, 1.0f / 58.395f) == doctest::Approx(2.2489083).epsilon(1e-7));
+  CHECK(normalize_byte(7, 0.0f, 1.0f) == 7.0f);
+}
+
+TEST_CASE("output_element maps NHWC and NCHW windows") {
+  // A 5x3 window of 3 channels.
+  CHECK(output_element(OutputLayout::nhwc_u8, 5, 3, 3, 0, 0, 0) == 0);
+  CHECK(output_element(OutputLayout::nhwc_u8, 5, 3, 3, 1, 0, 2) == 5);
+  CHECK(output_element(OutputLayout::nhwc_u8, 5, 3, 3, 4, 2, 2) == 44);
+  CHECK(output_element(OutputLayout::nchw_f32, 5, 3, 3, 0, 0, 1) == 15);
+  CHECK(output_element(OutputLayout::nchw_f16, 5, 3, 3, 4, 2, 2) == 44);
+  CHECK(output_element(OutputLayout::nchw_f32, 5, 3, 3, 1, 2, 0) == 11);
+  // Every element exactly once.
+  for (OutputLayout layout :
+       {OutputLayout::nhwc_u8, OutputLayout::nchw_f32, OutputLayout::nchw_f16}) {
+    std::vector<int> seen(5 * 3 * 3, 0);
+    for (uint32_t y = 0; y < 3; ++y)
+      for (uint32_t x = 0; x < 5; ++x)
+        for (uint32_t c = 0; c < 3; ++c) ++seen.at(output_element(layout, 5, 3, 3, x, y, c));
+    for (int n : seen) CHECK(n == 1);
+  }
+  CHECK(element_bytes(OutputLayout::nhwc_u8) == 1);
+  CHECK(element_bytes(OutputLayout::nchw_f32) == 4);
+  CHECK(element_bytes(OutputLayout::nchw_f16) == 2);
+}
+
+TEST_CASE("in_window and add_green") {
+  BatchImage image;
+  image.crop_x = 10;
+  image.crop_y = 20;
+  image.out_width = 4;
+  image.out_height = 2;
+  uint32_t ox = 99, oy = 99;
+  CHECK(in_window(image, 10, 20, ox, oy));
+  CHECK((ox == 0 && oy == 0));
+  CHECK(in_window(image, 13, 21, ox, oy));
+  CHECK((ox == 3 && oy == 1));
+  CHECK_FALSE(in_window(image, 9, 20, ox, oy));
+  CHECK_FALSE(in_window(image, 14, 20, ox, oy));
+  CHECK_FALSE(in_window(image, 10, 22, ox, oy));
+  CHECK_FALSE(in_window(image, 10, 19, ox, oy));
+  uint8_t v[4] = {250, 10, 3, 77};
+  add_green(v, 0);
+  CHECK((v[0] == 250 && v[2] == 3));
+  add_green(v, 1);
+  CHECK((v[0] == 4 && v[1] == 10 && v[2] == 13 && v[3] == 77));  // mod 256
+}
+
+TEST_CASE("store_element writes each layout's element type") {
+  uint8_t buffer[16] = {};
+  store_element(buffer, OutputLayout::nhwc_u8, 3, 200, 5.0f, 2.0f);
+  CHECK(buffer[3] == 200);
+  store_element(buffer, OutputLayout::nchw_f32, 2, 200, 100.0f, 0.5f);
+  float f;
+  std::memcpy(&f, buffer + 8, 4);
+  CHECK(f == 50.0f);
+  store_element(buffer, OutputLayout::nchw_f16, 1, 0, 1.0f, 1.0f);
+  uint16_t h;
+  std::memcpy(&h, buffer + 2, 2);
+  CHECK(h == 0xBC00);  // -1.0
+}
+
+TEST_CASE("crop_random is SplitMix64") {
+  // The first outputs of SplitMix64 seeded with 0 (Vigna's reference implementation).
+  CHECK(crop_random(0, 0) == 0xE220A8397B1DCDAFull);
+  CHECK(crop_random(0, 1) == 0x6E789E6AA1B965F4ull);
+  CHECK(crop_random(0, 2) == 0x06C45D188009454Full);
+  CHECK(crop_random(1, 0) != crop_random(0, 0));
+}
+
+}  // namespace
+}  // namespace dlprep::l3

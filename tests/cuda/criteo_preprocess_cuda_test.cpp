@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "expect.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "tabular/criteo_preprocess.hpp"
@@ -36,23 +37,13 @@ using namespace dlprep::tabular;
 
 namespace {
 
-int failures = 0;
+using ::dlprep::testing::failures;
 int cases = 0;
 bool quick = false;
 // The backend under test: cuda, or (--device cpu) the CPU in its place, which proves the suite
 // itself on a machine without a GPU (both sides then agree trivially).
 Device device = Device::cuda;
 std::string device_name = "cuda";
-
-#define EXPECT(cond, ...)                                                  \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      ++failures;                                                          \
-      std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                   \
-      std::fprintf(stderr, "\n");                                          \
-    }                                                                      \
-  } while (0)
 
 const fs::path kSamples = fs::path(DLPREP_SAMPLE_DATA) / "criteo";
 fs::path scratch_root;

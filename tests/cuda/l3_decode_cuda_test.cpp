@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "expect.hpp"
 #include "core/error.hpp"
 #include "l3/batch_decode.hpp"
 #include "l3/batch_output.hpp"
@@ -46,19 +47,9 @@ using testing::get_u32;
 using testing::make_image;
 using testing::put_u32;
 
-int failures = 0;
+using ::dlprep::testing::failures;
 /// --quick (for compute-sanitizer runs): patch sizes up to 64 and no FHD image.
 bool quick = false;
-
-#define EXPECT(cond, ...)                                                  \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      ++failures;                                                          \
-      std::fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                   \
-      std::fprintf(stderr, "\n");                                          \
-    }                                                                      \
-  } while (0)
 
 // Rows that are the row above plus a per-group offset and noise of a chosen width, so that every
 // width code appears (the same construction as tests/unit/l3/format_test.cpp).

@@ -1,6 +1,7 @@
 // The `l3` command's subcommands, one file each (cmd_l3.cpp only dispatches).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,12 @@ struct BenchDeviceOptions {
   double max_seconds = 0;
 };
 int run_l3_device_bench(const BenchDeviceOptions& options, const Globals& globals);
+
+/// "a,b,,c" -> {"a", "b", "c"} (cmd_l3_bench.cpp).
+std::vector<std::string> split_list(const std::string& text);
+/// A comma-separated list of counts from 1 to `max` for `flag`; throws Error(invalid_argument)
+/// "FLAG: 'x' is not a NOUN from 1 to MAX" or "FLAG: empty list" (cmd_l3_bench.cpp).
+std::vector<size_t> parse_count_list(const std::string& text, const std::string& flag,
+                                     const std::string& noun, size_t max);
 
 }  // namespace dlprep::cli

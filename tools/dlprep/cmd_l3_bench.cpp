@@ -39,31 +39,11 @@ struct BenchOptions {
   }
 };
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    if (!item.empty()) items.push_back(item);
-    start = comma + 1;
-  }
-  return items;
-}
-
 std::vector<unsigned> parse_threads(const std::string& text, unsigned jobs) {
   if (text.empty()) return jobs > 1 ? std::vector<unsigned>{1, jobs} : std::vector<unsigned>{1};
   std::vector<unsigned> counts;
-  for (const std::string& item : split_list(text)) {
-    unsigned value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (ec != std::errc() || end != item.data() + item.size() || value == 0 || value > 4096)
-      throw Error(Errc::invalid_argument,
-                  "--threads: '" + item + "' is not a thread count from 1 to 4096");
-    counts.push_back(value);
-  }
-  if (counts.empty()) throw Error(Errc::invalid_argument, "--threads: empty list");
+  for (size_t n : parse_count_list(text, "--threads", "thread count", 4096))
+    counts.push_back(static_cast<unsigned>(n));
   return counts;
 }
 
@@ -250,6 +230,34 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (!item.empty()) items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
+}
+
+std::vector<size_t> parse_count_list(const std::string& text, const std::string& flag,
+                                     const std::string& noun, size_t max) {
+  std::vector<size_t> counts;
+  for (const std::string& item : split_list(text)) {
+    size_t value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc() || end != item.data() + item.size() || value == 0 || value > max)
+      throw Error(Errc::invalid_argument, flag + ": '" + item + "' is not a " + noun +
+                                              " from 1 to " + std::to_string(max));
+    counts.push_back(value);
+  }
+  if (counts.empty()) throw Error(Errc::invalid_argument, flag + ": empty list");
+  return counts;
+}
 
 Action add_l3_bench_command(CLI::App& l3) {
   auto options = std::make_shared<BenchOptions>();

@@ -29,36 +29,14 @@ namespace {
 
 constexpr const char* kCommand = "l3 bench";
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    if (comma > start) items.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return items;
-}
-
+// 65536 images is far past any batch a trainer uses, and keeps the tensor sizes sane.
 std::vector<size_t> parse_batches(const std::string& text) {
-  std::vector<size_t> sizes;
-  for (const std::string& item : split(text)) {
-    size_t value = 0;
-    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    // 65536 images is far past any batch a trainer uses, and keeps the tensor sizes sane.
-    if (ec != std::errc() || end != item.data() + item.size() || value == 0 || value > 65536)
-      throw Error(Errc::invalid_argument,
-                  "--batch: '" + item + "' is not a batch size from 1 to 65536");
-    sizes.push_back(value);
-  }
-  if (sizes.empty()) throw Error(Errc::invalid_argument, "--batch: empty list");
-  return sizes;
+  return parse_count_list(text, "--batch", "batch size", 65536);
 }
 
 std::vector<l3::OutputLayout> parse_layouts(const std::string& text) {
   std::vector<l3::OutputLayout> layouts;
-  for (const std::string& item : split(text)) {
+  for (const std::string& item : split_list(text)) {
     try {
       layouts.push_back(l3::parse_output_layout(item));
     } catch (const Error& e) {

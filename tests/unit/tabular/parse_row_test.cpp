@@ -4,8 +4,6 @@
 #include "tabular/parse_row.hpp"
 
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -13,11 +11,13 @@
 
 #include "core/file_io.hpp"
 #include "tabular/criteo_schema.hpp"
-#include "tabular/gzip_reader.hpp"
 #include "tabular/parse_tsv.hpp"
+#include "criteo_test_rows.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
+using testing::make_row;
+using testing::gunzip;
 namespace fs = std::filesystem;
 
 namespace {
@@ -71,30 +71,9 @@ size_t check_lines(const std::string& text) {
   return bad;
 }
 
-std::string make_row(const std::string& label, std::vector<std::string> dense,
-                     std::vector<std::string> sparse) {
-  dense.resize(kNumDense);
-  sparse.resize(kNumSparse);
-  std::string s = label;
-  for (auto& d : dense) s += "\t" + d;
-  for (auto& c : sparse) s += "\t" + c;
-  return s;
-}
-
 std::string slurp(const fs::path& p) {
   Bytes b = read_file(p);
   return std::string(b.begin(), b.end());
-}
-
-std::string gunzip(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  auto r = open_gzip_reader(fd, p.string());
-  std::string out;
-  std::vector<uint8_t> buf(1 << 16);
-  while (size_t n = r->read(buf.data(), buf.size())) out.append(buf.begin(), buf.begin() + n);
-  ::close(fd);
-  return out;
 }
 
 }  // namespace
@@ -150,42 +129,14 @@ TEST_CASE("parse_row reports each kind of fault with the CPU's wording") {
 }
 
 TEST_CASE("parse_row agrees with decode_tsv on 20,000 mutated rows") {
-  uint64_t seed = 987654321;
-  auto rnd = [&](uint64_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (seed >> 33) % n;
-  };
-  const std::string alphabet = "0123456789abcdefABCDEFgG-\t\r +x\xff\x13\x19";
-  std::vector<std::string> dense = {
-      "",          "0",          "1",           "-1",         "42", "1234567",     "12345678",
-      "999999999", "2147483647", "-2147483648", "2147483648", "-",  "00000000001", "--3"};
-  std::vector<std::string> sparse = {"",         "0",       "a",        "ffffffff",  "FFFFFFFF",
-                                     "0123abcd", "1234567", "00000000", "123456789", "xyz"};
-  auto pick = [&](const std::vector<std::string>& v, size_t valid) {
-    return v[rnd(300) == 0 ? valid + rnd(v.size() - valid) : rnd(valid)];
-  };
-  std::string text;
-  for (int i = 0; i < 20000; ++i) {
-    std::vector<std::string> d, s;
-    for (int k = 0; k < kNumDense; ++k) d.push_back(pick(dense, 10));
-    for (int j = 0; j < kNumSparse; ++j) s.push_back(pick(sparse, 8));
-    std::string line = make_row(rnd(3) ? "0" : "1", d, s);
-    for (uint64_t m = rnd(8) < 5 ? 0 : rnd(3) + 1; m > 0 && !line.empty(); --m) {
-      size_t at = rnd(line.size());
-      switch (rnd(3)) {
-        case 0:
-          line[at] = alphabet[rnd(alphabet.size())];
-          break;
-        case 1:
-          line.erase(at, 1);
-          break;
-        default:
-          line.insert(at, 1, alphabet[rnd(alphabet.size())]);
-          break;
-      }
-    }
-    text += line + (rnd(4) == 0 ? "\r\n" : "\n");
-  }
+  testing::RowMutations m;
+  m.seed = 987654321;
+  m.alphabet = "0123456789abcdefABCDEFgG-\t\r +x\xff\x13\x19";
+  m.dense = {"",          "0",          "1",           "-1",         "42", "1234567",     "12345678",
+             "999999999", "2147483647", "-2147483648", "2147483648", "-",  "00000000001", "--3"};
+  m.sparse = {"",         "0",       "a",        "ffffffff",  "FFFFFFFF",
+              "0123abcd", "1234567", "00000000", "123456789", "xyz"};
+  std::string text = testing::mutated_rows(m);
   size_t bad = check_lines(text);
   CHECK(bad > 1000);
   CHECK(bad < 15000);

@@ -8,22 +8,14 @@
 #include <vector>
 
 #include "tabular/criteo_schema.hpp"
+#include "criteo_test_rows.hpp"
 
 using namespace dlprep::tabular;
+using testing::make_row;
 
 namespace {
 
 // A row of 40 fields from the given label, dense and sparse texts (missing ones empty).
-std::string make_row(const std::string& label, std::vector<std::string> dense,
-                     std::vector<std::string> sparse) {
-  dense.resize(kNumDense);
-  sparse.resize(kNumSparse);
-  std::string s = label;
-  for (auto& d : dense) s += "\t" + d;
-  for (auto& c : sparse) s += "\t" + c;
-  return s;
-}
-
 struct Decoded {
   TsvPieceResult result;
   std::vector<uint32_t> rows;
@@ -202,43 +194,16 @@ bool reference_row(std::string line, std::vector<uint32_t>& out) {
 }  // namespace
 
 TEST_CASE("the fast decoder agrees with a plain reference on 20,000 mutated rows") {
-  uint64_t seed = 12345;
-  auto rnd = [&](uint64_t n) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return (seed >> 33) % n;
-  };
-  const std::string alphabet = "0123456789abcdefABCDEFgG-\t\r +x\xff";
+  testing::RowMutations m;
+  m.seed = 12345;
+  m.alphabet = "0123456789abcdefABCDEFgG-\t\r +x\xff";
   // Valid field values, then (picked rarely) invalid ones.
-  std::vector<std::string> dense = {
-      "",          "0",          "1",           "-1",         "42", "1234567",    "12345678",
-      "999999999", "2147483647", "-2147483648", "2147483648", "-",  "00000000001"};
-  std::vector<std::string> sparse = {"",         "0",       "a",        "ffffffff", "FFFFFFFF",
-                                     "0123abcd", "1234567", "00000000", "123456789"};
-  auto pick = [&](const std::vector<std::string>& v, size_t valid) {
-    return v[rnd(500) == 0 ? valid + rnd(v.size() - valid) : rnd(valid)];
-  };
-  std::string text;
-  for (int i = 0; i < 20000; ++i) {
-    std::vector<std::string> d, s;
-    for (int k = 0; k < kNumDense; ++k) d.push_back(pick(dense, 10));
-    for (int j = 0; j < kNumSparse; ++j) s.push_back(pick(sparse, 8));
-    std::string line = make_row(rnd(3) ? "0" : "1", d, s);
-    for (uint64_t m = rnd(8) < 5 ? 0 : rnd(3) + 1; m > 0 && !line.empty(); --m) {  // edits
-      size_t at = rnd(line.size());
-      switch (rnd(3)) {
-        case 0:
-          line[at] = alphabet[rnd(alphabet.size())];
-          break;
-        case 1:
-          line.erase(at, 1);
-          break;
-        default:
-          line.insert(at, 1, alphabet[rnd(alphabet.size())]);
-          break;
-      }
-    }
-    text += line + (rnd(4) == 0 ? "\r\n" : "\n");
-  }
+  m.dense = {"",          "0",          "1",           "-1",         "42", "1234567",    "12345678",
+             "999999999", "2147483647", "-2147483648", "2147483648", "-",  "00000000001"};
+  m.sparse = {"",         "0",       "a",        "ffffffff", "FFFFFFFF",
+              "0123abcd", "1234567", "00000000", "123456789"};
+  m.rare_invalid = 500;
+  std::string text = testing::mutated_rows(m);
   std::vector<uint32_t> expected;
   uint64_t expected_bad = 0, lines = 0;
   size_t start = 0;

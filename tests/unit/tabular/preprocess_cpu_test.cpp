@@ -2,8 +2,6 @@
 // invariances that make it a reference: thread count, chunk size, gzip, binary input, decode
 // cache and resume never change a byte.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,11 +10,12 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "tabular/criteo_preprocess.hpp"
-#include "tabular/gzip_reader.hpp"
 #include "tabular/preprocess_backend.hpp"
+#include "criteo_test_rows.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
+using testing::gunzip;
 namespace fs = std::filesystem;
 
 namespace {
@@ -37,17 +36,6 @@ std::string slurp(const fs::path& p) {
 
 void put(const fs::path& p, const std::string& s) {
   write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
-}
-
-std::string gunzip(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  auto r = open_gzip_reader(fd, p.string());
-  std::string out;
-  std::vector<uint8_t> buf(1 << 16);
-  while (size_t n = r->read(buf.data(), buf.size())) out.append(buf.begin(), buf.begin() + n);
-  ::close(fd);
-  return out;
 }
 
 // A ~1.5 MB day made of the 200 DeepCTR rows repeated, so small chunks cut it many times.

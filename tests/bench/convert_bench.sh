@@ -68,14 +68,16 @@ for t in $targets; do
     sync
     run_convert "$dlprep" "$images" "$dst" "$t" >>"$out/runs-$t.txt"
   done
-  # w: one thread writes the same bytes as new files next to the dataset (median of REPEATS).
+  # w: one thread writes the same bytes as new files next to the dataset, under the conditions
+  # of a convert run (the previous files removed, then `sync`), median of REPEATS.
   /usr/bin/python3 - "$dst/data" "$out/writes" "$repeats" >"$out/write-$t.txt" <<'PY'
-import os, statistics, sys, time
+import os, statistics, subprocess, sys, time
 src, dst, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 blobs = [open(os.path.join(src, f), "rb").read() for f in sorted(os.listdir(src))]
 times = []
 for r in range(repeats):
     os.makedirs(dst, exist_ok=True)
+    subprocess.run(["sync"], check=True)
     start = time.perf_counter()
     for i, b in enumerate(blobs):
         with open(os.path.join(dst, "%d.tmp" % i), "wb") as f:

@@ -99,6 +99,7 @@ Json report(const dataset::ConvertResult& r, double seconds) {
           {"classes", m.classes.size()},
           {"shard", std::to_string(m.shard_index) + "/" + std::to_string(m.shard_count)},
           {"layout", m.layout},
+          {"transform", m.transform.empty() ? Json() : Json(m.transform)},
           {"shard_files", m.shard_files},
           {"seconds", seconds},
           {"formats", formats}};

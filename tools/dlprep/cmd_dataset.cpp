@@ -57,6 +57,7 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
               << (m.labels.size() == 1 ? " class" : " classes") << " in .cls";
   else
     std::cout << "\nlayout:   files (data/KEY.EXT)";
+  if (!m.transform.empty()) std::cout << "\nimages:   " << m.transform;
   std::cout << "\ncreated:  " << m.created << " by " << m.tool << "\n\n";
   Table table({"format", "samples", "share", "bytes", "bytes/sample"});
   for (const auto& [name, c] : m.formats)
@@ -164,8 +165,8 @@ Action add_dataset_command(CLI::App& app) {
   info->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
   info->footer(
       "Prints the source, the mix, the layout (files, or tar and its number of shards), the\n"
-      "samples and bytes per format (and per class with -v) from dataset.json; --json prints\n"
-      "the whole manifest.\n");
+      "resize/crop transform (if any), the samples and bytes per format (and per class with -v)\n"
+      "from dataset.json; --json prints the whole manifest.\n");
 
   CLI::App* verify = ds->add_subcommand(
       "verify", "check every sample: exists, size, crc32, format, decodes to its shape");

@@ -17,6 +17,7 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 assert len(recs) == 14 and all((r["width"], r["height"]) == (64, 36) for r in recs), recs
 PY
 dlprep -q dataset verify ds
+dlprep dataset info ds | grep -q '^images:   resize=64x36,center-crop$' || fail "info: no transform line"
 # The same pixels as PIL's centre crop + Image.resize(LANCZOS) (an RGB source; PIL
 # premultiplies alpha, dlprep does not).
 src=$(ls src/*/coldripple_640x360.png src/*/kite_199x301.png)

@@ -86,7 +86,7 @@ Manifest merge_datasets(const MergeOptions& o) {
     const Manifest& m = manifests[i];
     if (identity(m) != identity(first))
       throw bad(o.inputs[i].string() + ": not a shard of the same conversion as " +
-                o.inputs[0].string() + " (source, mix, seed, shard count or layout differ)");
+                o.inputs[0].string() + " (source, mix, seed, shard count, layout or transform differ)");
     if (seen[m.shard_index] >= 0)
       throw bad(o.inputs[i].string() + ": shard " + std::to_string(m.shard_index) + "/" +
                 std::to_string(m.shard_count) + " is also " +

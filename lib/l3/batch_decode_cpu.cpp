@@ -64,33 +64,10 @@ void check_buffers(const BatchPlan& plan, const BatchBuffer* in, const BatchBuff
                 "or smaller than the batch tensor");
 }
 
-// Steps 8 and 9 of the spec for one task, in check_patch()'s order; fills the view when the
-// patch passes.
+// Steps 8 and 9 of the spec for one task; fills the view when the patch passes.
 uint8_t check_task(const PatchTask& t, const uint8_t* p, const detail::Kernels& k,
                    detail::PatchView& v) {
-  if (k.adler32(1, p, t.bytes) != t.sum) return kPatchChecksum;
-  const uint32_t w = t.width, h = t.height;
-  v.seed = p[0];
-  v.width = w;
-  v.height = h;
-  v.predictor_codes = p + 1;
-  v.width_codes = v.predictor_codes + predictor_bytes(h);
-  v.payload = p + patch_head_bytes(w, h);
-  const uint32_t groups = groups_per_row(w) * h;
-  uint32_t payload = 0;
-  for (uint32_t g = 0; g + 1 < groups; g += 2)
-    payload += code_bytes(v.width_codes[g / 2] & 15) + code_bytes(v.width_codes[g / 2] >> 4);
-  if (groups & 1) {
-    const uint8_t last = v.width_codes[groups / 2];
-    if (last >> 4) return kPatchWidthPadding;
-    payload += code_bytes(last);
-  }
-  const uint32_t predictor_bits = (h - 1) * kPredictorBits;
-  if (predictor_bits % 8 != 0 &&
-      (v.predictor_codes[predictor_bits / 8] >> (predictor_bits % 8)) != 0)
-    return kPatchPredictorPadding;
-  if (payload != t.bytes - patch_head_bytes(w, h)) return kPatchSizeMismatch;
-  return kPatchOk;
+  return detail::check_patch_bytes(p, t.bytes, t.sum, t.width, t.height, k, v);
 }
 
 // Decodes every listed patch of the plan; `files[i]` is image i's first byte. Throws the first

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
+#include "l3/batch_plan.hpp"
 #include "l3/format.hpp"
 #include "l3/kernels.hpp"
 #include "l3/l3.hpp"
@@ -143,17 +144,11 @@ struct CodeBytesTable {
 };
 constexpr CodeBytesTable kPairBytes;
 
-// Checks one channel patch and returns its view; throws on a checksum or size mismatch.
-detail::PatchView check_patch(const Layout& l, const detail::Kernels& k, uint32_t c, size_t i) {
-  const uint32_t start = i == 0 ? 0 : l.entry_end(c, i - 1);
-  const uint32_t size = l.entry_end(c, i) - start;
-  const uint8_t* p = l.channel_data[c] + start;
-  auto fail = [&](const char* what) {
-    return corrupt("patch " + std::to_string(i) + " of channel " + std::to_string(c) + ": " + what);
-  };
-  if (k.adler32(1, p, size) != l.entry_sum(c, i)) throw fail("checksum mismatch");
-  const uint32_t w = l.patch_w(i), h = l.patch_h(i);
-  detail::PatchView v;
+}  // namespace
+
+uint8_t detail::check_patch_bytes(const uint8_t* p, uint32_t size, uint32_t sum, uint32_t w,
+                                  uint32_t h, const Kernels& k, PatchView& v) {
+  if (k.adler32(1, p, size) != sum) return kPatchChecksum;
   v.seed = p[0];
   v.width = w;
   v.height = h;
@@ -165,15 +160,28 @@ detail::PatchView check_patch(const Layout& l, const detail::Kernels& k, uint32_
   for (uint32_t b = 0; b < groups / 2; ++b) payload += kPairBytes.bytes[v.width_codes[b]];
   if (groups & 1) {
     const uint8_t last = v.width_codes[groups / 2];
-    if (last >> 4) throw fail("padding bits of the width codes are not zero");
+    if (last >> 4) return kPatchWidthPadding;
     payload += code_bytes(last);
   }
   const uint32_t predictor_bits = (h - 1) * kPredictorBits;
   if (predictor_bits % 8 != 0 &&
       (v.predictor_codes[predictor_bits / 8] >> (predictor_bits % 8)) != 0)
-    throw fail("padding bits of the predictor codes are not zero");
-  if (payload != size - patch_head_bytes(w, h))
-    throw fail("group sizes do not match the patch size");
+    return kPatchPredictorPadding;
+  if (payload != size - patch_head_bytes(w, h)) return kPatchSizeMismatch;
+  return kPatchOk;
+}
+
+namespace {
+
+// Checks one channel patch and returns its view; throws on a checksum or size mismatch.
+detail::PatchView check_patch(const Layout& l, const detail::Kernels& k, uint32_t c, size_t i) {
+  const uint32_t start = i == 0 ? 0 : l.entry_end(c, i - 1);
+  detail::PatchView v;
+  uint8_t status = detail::check_patch_bytes(l.channel_data[c] + start, l.entry_end(c, i) - start,
+                                             l.entry_sum(c, i), l.patch_w(i), l.patch_h(i), k, v);
+  if (status != kPatchOk)
+    throw corrupt("patch " + std::to_string(i) + " of channel " + std::to_string(c) + ": " +
+                  patch_status_message(status));
   return v;
 }
 

@@ -35,6 +35,15 @@ struct RowPlan {
   uint8_t bases[16];  ///< base of each group (explicit or implicit)
 };
 
+struct Kernels;
+
+/// Spec steps 8-9 for one channel patch of `size` bytes at `p` (w x h pixels): the Adler-32
+/// against `sum`, the padding bits of both code arrays, and the payload size the width codes
+/// announce against the patch size. Returns a PatchStatus (batch_plan.hpp; kPatchOk = 0) and
+/// fills `v` when the patch passes. Every CPU decode path checks patches here (decode_cpu.cpp).
+uint8_t check_patch_bytes(const uint8_t* p, uint32_t size, uint32_t sum, uint32_t w, uint32_t h,
+                          const Kernels& k, PatchView& v);
+
 struct Kernels {
   std::string_view name;
   /// Adler-32 continued from `adler` (start with 1).

@@ -28,15 +28,13 @@ uint32_t patch_log2(uint32_t patch) {
 }
 
 // Encodes one channel patch, whose rows are at `rows` with `stride` and slack for the border
-// pixels (detail::kRowSlack*), and appends it to `out`.
-void encode_patch(const detail::Kernels& k, uint8_t* rows, size_t stride, uint32_t w, uint32_t h,
-                  std::vector<uint8_t>& out) {
+// pixels (detail::kRowSlack*), into `base` (patch_max_bytes(w, h) + detail::kReadSlack bytes, the
+// slack for 16-byte stores; its old contents do not matter) and returns the bytes written.
+size_t encode_patch(const detail::Kernels& k, uint8_t* rows, size_t stride, uint32_t w, uint32_t h,
+                    uint8_t* base) {
   const uint32_t gpr = groups_per_row(w);
-  const size_t start = out.size();
   const size_t head = patch_head_bytes(w, h);
-  out.resize(start + patch_max_bytes(w, h) + detail::kReadSlack);  // slack: 16-byte stores
-  uint8_t* base = out.data() + start;
-  std::memset(base, 0, head);
+  std::memset(base, 0, head);  // the predictor and width codes are or-ed in
   const uint8_t seed = rows[0];
   base[0] = seed;
   uint8_t* pred_codes = base + 1;
@@ -66,7 +64,7 @@ void encode_patch(const detail::Kernels& k, uint8_t* rows, size_t stride, uint32
     }
     payload += k.pack_row(residuals + best * kMaxPatch, w, plan, payload);
   }
-  out.resize(static_cast<size_t>(payload - out.data()));
+  return static_cast<size_t>(payload - base);
 }
 
 }  // namespace
@@ -90,14 +88,18 @@ Bytes encode_with(const Image& image, const EncodeParams& params, const Kernels&
 
   const uint32_t patches_x = (width + patch - 1) >> log2, patches_y = (height + patch - 1) >> log2;
   const size_t patches = size_t{patches_x} * patches_y;
-  // One buffer per (patch, channel); patches are independent so threads take whole patches,
-  // split into planes (and colour-transformed) while they are hot in L1/L2.
+  // One buffer per (patch, channel), of exactly its encoded size; patches are independent so
+  // threads take whole patches, split into planes (and colour-transformed) while they are hot in
+  // L1/L2. Each patch is encoded into a per-thread buffer of the worst-case size first: sizing
+  // every patch's own buffer for the worst case would zero-fill ~7x the file's size per image.
   std::vector<std::vector<uint8_t>> encoded(patches * channels);
   const size_t stride = kRowSlackBefore + kMaxPatch + kRowSlackAfter;
   const size_t plane_bytes = stride * (patch + 1);
+  const size_t patch_bytes = patch_max_bytes(patch, patch) + kReadSlack;
   parallel_for(patches, params.threads, [&](size_t i) {
-    thread_local std::vector<uint8_t> scratch;
-    scratch.resize(plane_bytes * 4);
+    thread_local std::vector<uint8_t> scratch, out;
+    if (scratch.size() < plane_bytes * 4) scratch.resize(plane_bytes * 4);
+    if (out.size() < patch_bytes) out.resize(patch_bytes);
     const uint32_t px = static_cast<uint32_t>(i % patches_x),
                    py = static_cast<uint32_t>(i / patches_x);
     const uint32_t x0 = px << log2, y0 = py << log2;
@@ -107,8 +109,10 @@ Bytes encode_with(const Image& image, const EncodeParams& params, const Kernels&
       planes[c] = scratch.data() + c * plane_bytes + kRowSlackBefore;
     k.load_planes(image.row(y0) + size_t{x0} * channels, image.row_bytes(), w, h, channels,
                   subtract_green, planes, stride);
-    for (uint32_t c = 0; c < channels; ++c)
-      encode_patch(k, planes[c], stride, w, h, encoded[c * patches + i]);
+    for (uint32_t c = 0; c < channels; ++c) {
+      const size_t n = encode_patch(k, planes[c], stride, w, h, out.data());
+      encoded[c * patches + i].assign(out.data(), out.data() + n);
+    }
   });
 
   const size_t table_bytes = kTableEntryBytes * channels * patches;

@@ -21,6 +21,17 @@ std::string unavailable_reason() noexcept {
              cudaGetErrorString(status) + ")";
     }
     if (count == 0) return "no CUDA device found";
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+      cudaGetLastError();
+      return "no usable CUDA device: its compute capability cannot be read";
+    }
+    if (major * 10 + minor < DLPREP_CUDA_MIN_SM)
+      return "the CUDA device is sm_" + std::to_string(major * 10 + minor) +
+             "; this dlprep was built for sm_" + std::to_string(DLPREP_CUDA_MIN_SM) +
+             " and newer (CMAKE_CUDA_ARCHITECTURES)";
     return {};
   } catch (...) {
     return "no usable CUDA device";

@@ -8,7 +8,8 @@ namespace dlprep::cuda {
 /// The CUDA runtime version this backend was built with, e.g. "13.0".
 std::string runtime_version();
 
-/// Empty when a CUDA device can be used; otherwise why not (no driver, no device…). Never throws.
+/// Empty when a CUDA device can be used; otherwise why not (no driver, no device, a device older
+/// than this build's architectures). Never throws.
 std::string unavailable_reason() noexcept;
 
 /// The current device for reports: "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 79.1 GiB, CUDA

@@ -29,8 +29,11 @@ Allocation::~Allocation() {
 }
 
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {
-  if (bytes != 0)
-    DLPREP_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+  if (bytes == 0) return;
+  DLPREP_CUDA_CHECK(cudaMemcpy(device_dst, host_src, bytes, cudaMemcpyHostToDevice));
+  // From pageable memory cudaMemcpy returns once the bytes are staged, before the DMA lands;
+  // kernels on our non-blocking streams do not wait for it, so wait here.
+  DLPREP_CUDA_CHECK(cudaStreamSynchronize(0));
 }
 
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes) {

@@ -27,7 +27,8 @@ class Allocation {
   Kind kind_;
 };
 
-/// Synchronous copies between host memory (pageable or pinned) and device memory.
+/// Copies between host memory (pageable or pinned) and device memory that have landed when they
+/// return, so work on any stream may use them.
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes);
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes);
 

@@ -31,11 +31,13 @@ constexpr double kMB = 1e6;  // MB/s are 10^6 raw pixel bytes per second
 struct Spec {
   std::string canonical;  ///< the row's codec name, e.g. "png:6" (without "@patches")
   std::string key;        ///< canonical + "@patches" for the patch-parallel mode: unique per row
-  const Codec* codec = nullptr;  ///< nullptr for memcpy
+  const Codec* codec = nullptr;  ///< nullptr for memcpy and source
   EncodeOptions options;
   bool lossless = true;
   bool patches = false;  ///< l3@patches: one image at a time, threads over its patches
   bool is_png6 = false;
+  bool source = false;  ///< the input files as they are: decoded by their own codec, never encoded
+  bool is_memcpy() const { return !codec && !source; }
 };
 
 std::string built_codec_names(const std::vector<const Codec*>& extra) {
@@ -43,7 +45,7 @@ std::string built_codec_names(const std::vector<const Codec*>& extra) {
   for (const Codec* c : extra) s += std::string(c->name()) + " ";
   for (const Codec* c : all_codecs()) s += std::string(c->name()) + " ";
   if (find_codec("webp")) s += "webp-lossy ";
-  return s + "memcpy";
+  return s + "memcpy source";
 }
 
 Spec parse_spec(const std::string& text, const std::vector<const Codec*>& extra) {
@@ -73,6 +75,12 @@ Spec parse_spec(const std::string& text, const std::vector<const Codec*>& extra)
   if (name == "memcpy") {
     if (arg || spec.patches) throw bad("memcpy takes no options");
     spec.canonical = spec.key = "memcpy";
+    return spec;
+  }
+  if (name == "source") {
+    if (arg || spec.patches) throw bad("source takes no options");
+    spec.canonical = spec.key = "source";
+    spec.source = true;
     return spec;
   }
   const bool webp_lossy = name == "webp-lossy";
@@ -326,6 +334,7 @@ class Bench {
 
   Bytes encode_one(const Spec& s, size_t i, unsigned codec_threads) const {
     const Image& img = images_[i];
+    if (s.source) return params_.source_files[i];  // a copy: there is nothing to encode
     if (!s.codec) return Bytes(img.data(), img.data() + img.size_bytes());
     EncodeOptions opt = s.options;
     opt.threads = codec_threads;
@@ -333,6 +342,7 @@ class Bench {
   }
 
   Image decode_one(const Spec& s, ByteSpan file, size_t i, unsigned codec_threads) const {
+    if (s.source) return decode_any(file);
     if (!s.codec) {  // memcpy: allocate an image and copy, as a decoder allocates and writes
       Image out(images_[i].shape());
       std::memcpy(out.data(), file.data(), out.size_bytes());
@@ -463,7 +473,10 @@ class Bench {
                                    [&](const Spec& o) { return o.key == s.key; });
       if (!dup) specs.push_back(std::move(s));
     }
-    if (std::none_of(specs.begin(), specs.end(), [](const Spec& s) { return !s.codec; }))
+    if (std::any_of(specs.begin(), specs.end(), [](const Spec& s) { return s.source; }) &&
+        params_.source_files.size() != images_.size())
+      throw Error(Errc::invalid_argument, "codec spec 'source': the input files were not given");
+    if (std::none_of(specs.begin(), specs.end(), [](const Spec& s) { return s.is_memcpy(); }))
       specs.push_back(parse_spec("memcpy", {}));
 
     CodecBenchReport report;

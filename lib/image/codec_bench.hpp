@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.hpp"
 #include "core/image.hpp"
 #include "core/progress.hpp"
 
@@ -36,6 +37,8 @@ struct CodecBenchParams {
   ///   jpeg      JPEG quality 90 (4:2:0, lossy reference); jpeg:Q quality Q
   ///   bmp, ppm  uncompressed formats of the registry
   ///   memcpy    copy of the raw pixels: the decode ceiling (always added when missing)
+  ///   source    the input files as they are (source_files), each decoded by its own codec: what
+  ///             decoding the user's files costs today; its "encode" is a copy of the file
   std::vector<std::string> codecs = {"l3", "png", "webp", "jpeg"};
   std::vector<unsigned> thread_counts = {1};  ///< e.g. {1, all cores}
   unsigned repeats = 5;  ///< timed runs after one warm-up; median and min kept
@@ -46,6 +49,9 @@ struct CodecBenchParams {
   double max_seconds_per_measurement = 0;
   /// Names of the images, for messages and the worst-image figure; "image N" (1-based) when empty.
   std::vector<std::string> image_names;
+  /// The files the images were decoded from, in the same order: needed by the "source" spec only.
+  /// Each must decode to exactly its image (no transform between them).
+  std::vector<Bytes> source_files;
   /// Codecs outside the registry, looked up by name before it (a backend under test, unit tests).
   std::vector<const Codec*> extra_codecs;
   ProgressCallback progress;  ///< optional; one event per finished row

@@ -161,13 +161,17 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
   params.repeats = options.repeats;
   params.max_seconds_per_measurement = options.max_seconds;
 
-  // Decode the set once, in parallel; a file that fails is reported and left out.
+  // Decode the set once, in parallel; a file that fails is reported and left out. The "source"
+  // row decodes the files themselves, so it keeps their bytes.
+  const bool keep_files = std::find(params.codecs.begin(), params.codecs.end(), "source") !=
+                          params.codecs.end();
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
       options.inputs, [](const image::Codec&) { return true; }, &empty_dirs);
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
   std::vector<std::unique_ptr<Image>> decoded(inputs.size());
+  std::vector<Bytes> files(inputs.size());
   std::vector<int> codes(inputs.size(), kExitOk);
   {
     Progress progress(globals, "l3 bench: reading", inputs.size());
@@ -175,6 +179,7 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
       try {
         MappedFile file(inputs[i].path);
         decoded[i] = std::make_unique<Image>(image::decode_any(file.bytes()));
+        if (keep_files) files[i].assign(file.bytes().begin(), file.bytes().end());
       } catch (const Error& e) {
         print_error(kCommand, with_path(inputs[i].path, e).what());
         codes[i] = item_exit_code(e.code());
@@ -192,6 +197,7 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
     if (decoded[i]) {
       images.push_back(std::move(*decoded[i]));
       params.image_names.push_back(display_path(inputs[i].path));
+      if (keep_files) params.source_files.push_back(std::move(files[i]));
     }
   }
   if (images.empty()) {
@@ -298,7 +304,9 @@ Action add_l3_bench_command(CLI::App& l3) {
       "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"
       "patches instead of images); png, png:LEVEL (default 6); webp, webp:EFFORT (lossless);\n"
       "webp-lossy, webp-lossy:Q; jpeg, jpeg:Q (default 90); bmp; ppm; memcpy (the ceiling,\n"
-      "always added). Only codecs built into this dlprep are defaults (see dlprep --version).\n"
+      "always added); source (your files as they are, each decoded by its own codec: what\n"
+      "decoding them costs today; its encode column is a plain copy). Only codecs built into\n"
+      "this dlprep are defaults (see dlprep --version).\n"
       "--threads: comma-separated counts, e.g. 1,4. --max-seconds S: stop repeating a\n"
       "measurement after S seconds of timed runs (0: never; one run is always timed).\n"
       "\n"

@@ -10,3 +10,8 @@ grep -Eq '^l3 +1 ' table.txt || fail "no l3 row: $(cat table.txt)"
 dlprep --json l3 bench a.ppm --codecs l3 --repeats 1 --threads 1,2 >bench.json
 json_check 'd["schema"] == "dlprep.l3-bench/1" and d["images"] == 1' <bench.json
 json_check 'any(r["codec"].startswith("l3") and r["threads"] == 2 and r["verified"] for r in d["rows"])' <bench.json
+# The source row decodes the files as they are: its bytes are the files' bytes.
+dlprep -q l3 encode a.ppm -o a.l3
+dlprep --json l3 bench a.l3 b.ppm --codecs source,bmp --repeats 1 --threads 1 >source.json
+json_check '[r["codec"] for r in d["rows"]] == ["source", "bmp", "memcpy"] and all(r["verified"] for r in d["rows"])' <source.json
+json_check 'd["rows"][0]["compressed_bytes"] == '"$(($(stat -c %s a.l3) + $(stat -c %s b.ppm)))" <source.json

@@ -126,9 +126,55 @@ MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void read_file_into(const fs::path& path, Bytes& out) {
+  if (path == "-") {
+    out = read_fd(STDIN_FILENO, "<stdin>");
+    return;
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error(path, "cannot open", errno);
+  try {
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) throw io_error(path, "cannot stat", errno);
+    if (S_ISDIR(st.st_mode)) throw Error(Errc::io, path.string() + ": is a directory");
+    if (!S_ISREG(st.st_mode)) {
+      out = read_fd(fd, path);
+    } else {
+      if (static_cast<uint64_t>(st.st_size) > limits::kMaxFileBytes)
+        throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
+      // One read of the known size (no mapping: unmapping interrupts every other thread of the
+      // process for a TLB flush); a file that grew meanwhile is read on to its end.
+      out.resize(static_cast<size_t>(st.st_size));
+      size_t used = 0;
+      while (used < out.size()) {
+        ssize_t n = ::read(fd, out.data() + used, out.size() - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw io_error(path, "read failed", errno);
+        if (n == 0) break;
+        used += static_cast<size_t>(n);
+      }
+      out.resize(used);  // it shrank meanwhile
+      uint8_t more = 0;
+      ssize_t n;
+      do n = ::read(fd, &more, 1);
+      while (n < 0 && errno == EINTR);
+      if (n > 0) {  // it grew meanwhile
+        out.push_back(more);
+        Bytes rest = read_fd(fd, path);
+        out.insert(out.end(), rest.begin(), rest.end());
+      }
+    }
+    ::close(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
 Bytes read_file(const fs::path& path) {
-  MappedFile f(path);
-  return Bytes(f.bytes().begin(), f.bytes().end());
+  Bytes out;
+  read_file_into(path, out);
+  return out;
 }
 
 AtomicFile::AtomicFile(const fs::path& target) : target_(target) {

@@ -34,6 +34,9 @@ class MappedFile {
 
 /// Reads a whole file ("-" reads stdin). Throws Error(io).
 Bytes read_file(const std::filesystem::path& path);
+/// Like read_file, into `out`, reusing its memory: a buffer kept for a thread's files spares a
+/// fresh, page-faulting allocation per file.
+void read_file_into(const std::filesystem::path& path, Bytes& out);
 
 /// A file written under a temporary name in the target's directory and renamed into place by
 /// commit(). If it is destroyed without commit(), or the process gets SIGINT (see

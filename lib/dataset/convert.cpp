@@ -30,7 +30,9 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
+#include "core/timing.hpp"
 #include "dataset/assign.hpp"
+#include "dataset/crc32.hpp"
 #include "dataset/sample_source.hpp"
 #include "dataset/tar_shards.hpp"
 #include "image/codec.hpp"
@@ -56,6 +58,7 @@ struct Work {
   Errc code = Errc::internal;
   std::string error;
   uint64_t source_bytes = 0, output_bytes = 0;
+  ConvertStageSeconds seconds;
   // Tar layout: the sample as found in an earlier run's shard, or its member name and bytes.
   std::optional<KeptSample> kept;
   std::string member;
@@ -332,6 +335,7 @@ ConvertResult Engine::run() {
           ++result.converted;
           result.source_bytes += w.source_bytes;
           result.output_bytes += w.output_bytes;
+          result.stage_seconds += w.seconds;
           break;
         case Work::up_to_date:
           ++result.up_to_date;
@@ -341,7 +345,9 @@ ConvertResult Engine::run() {
         if (w.kept) {
           tar_->keep(*w.kept, w.record);
         } else {
+          Stopwatch write;
           tar_->add(w.record, w.member, w.data);
+          result.stage_seconds.write += write.seconds();
           w.data = Bytes();
         }
       }
@@ -456,7 +462,14 @@ void Engine::process(Work& w) const {
                                         "' is not unique (another source file has the same "
                                         "path without its extension)");
   if (w.kept && keep_member(w)) return;
-  SourceBytes source(w.entry);
+  ConvertStageSeconds& seconds = w.seconds;
+  Stopwatch stage;
+  auto lap = [&stage](double& into) {
+    into += stage.seconds();
+    stage.restart();
+  };
+  thread_local Bytes source_buffer;
+  SourceBytes source(w.entry, source_buffer);
   ByteSpan in = source.bytes();
   if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
   const image::Codec* codec = image::sniff_codec(in);
@@ -474,9 +487,12 @@ void Engine::process(Work& w) const {
       return;
     }
   }
+  lap(seconds.read);
 
   Image image = codec->decode(in);
+  lap(seconds.decode);
   const bool transformed = image::apply_transform(o_.transform, image);
+  lap(seconds.transform);
   if (!target->round_trips(image.channels()))
     throw Error(Errc::unsupported, t.format + " cannot store " + std::to_string(image.channels()) +
                                        "-channel images (choose another format)");
@@ -487,6 +503,7 @@ void Engine::process(Work& w) const {
     encoded = target->encode(image, t.options);
     bytes = encoded;
   }
+  lap(seconds.encode);
   std::string ext = target->extension(image.channels());
   std::string location = std::string(kDataDir) + "/" + key + "." + ext;
   SampleRecord& r = w.record;
@@ -499,6 +516,7 @@ void Engine::process(Work& w) const {
   r.shape = target->probe(bytes).shape;
   r.crc32 = crc32_of(bytes);
   r.source = source_name(w.entry);
+  lap(seconds.record);
   if (tar_) {
     r.location.clear();  // set when run() appends it to a shard, in source order
     w.member = key + "." + ext;
@@ -508,6 +526,7 @@ void Engine::process(Work& w) const {
     AtomicFile file(o_.destination / location);
     file.write(bytes);
     file.commit();
+    lap(seconds.write);
     remove_siblings(key, ext);
   }
   w.source_bytes = in.size();
@@ -516,6 +535,16 @@ void Engine::process(Work& w) const {
 }
 
 }  // namespace
+
+ConvertStageSeconds& ConvertStageSeconds::operator+=(const ConvertStageSeconds& o) {
+  read += o.read;
+  decode += o.decode;
+  transform += o.transform;
+  encode += o.encode;
+  record += o.record;
+  write += o.write;
+  return *this;
+}
 
 ConvertResult convert_dataset(const ConvertOptions& options) { return Engine(options).run(); }
 

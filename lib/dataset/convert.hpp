@@ -40,6 +40,19 @@ struct ConvertOptions {
   WarningCallback warning;    ///< a skipped sample: "PATH: reason"
 };
 
+/// Where the time of the converted samples went: seconds on the monotonic clock, summed over the
+/// worker threads (with N threads busy they add up to about N times the wall time). Samples found
+/// up to date are not counted.
+struct ConvertStageSeconds {
+  double read = 0;       ///< mapping the source file, sniffing and probing its format
+  double decode = 0;     ///< decoding the source
+  double transform = 0;  ///< resizing and cropping (--resize, --max-side, --center-crop)
+  double encode = 0;     ///< encoding the target (0 for a source copied as it is)
+  double record = 0;     ///< the index record: probing the output, its CRC-32
+  double write = 0;      ///< creating, writing, closing and renaming the output (or tar member)
+  ConvertStageSeconds& operator+=(const ConvertStageSeconds& o);
+};
+
 /// What a conversion did.
 struct ConvertResult {
   Manifest manifest;          ///< as written to dataset.json
@@ -48,6 +61,7 @@ struct ConvertResult {
   uint64_t failed = 0;        ///< samples skipped because of an error (--on-error skip)
   uint64_t source_bytes = 0;  ///< bytes read from the sources of converted samples
   uint64_t output_bytes = 0;  ///< bytes written for converted samples
+  ConvertStageSeconds stage_seconds;
 };
 
 /// Converts. Throws Error: invalid_argument (bad options), io, corrupt_data/unsupported naming

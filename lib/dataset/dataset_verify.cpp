@@ -9,6 +9,7 @@
 
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
+#include "dataset/crc32.hpp"
 #include "dataset/tar_format.hpp"
 #include "image/codec.hpp"
 

@@ -1,7 +1,6 @@
 #include "dataset/manifest.hpp"
 
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -41,19 +40,6 @@ std::string crc32_hex(uint32_t crc) {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", crc);
   return buf;
-}
-
-uint32_t crc32_of(ByteSpan bytes) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  const uint8_t* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {  // zlib takes uInt lengths
-    uInt n = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = ::crc32(crc, p, n);
-    p += n;
-    left -= n;
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 std::string format_record(const SampleRecord& r) {

@@ -119,8 +119,6 @@ void write_manifest(const std::filesystem::path& dataset_dir, const Manifest& ma
 /// True when DIR/dataset.json exists.
 bool is_dataset(const std::filesystem::path& dir);
 
-/// zlib CRC-32 of bytes.
-uint32_t crc32_of(ByteSpan bytes);
 /// "1a2b3c4d".
 std::string crc32_hex(uint32_t crc);
 /// Modification time in ns since the Unix epoch, or nullopt if the path does not exist.

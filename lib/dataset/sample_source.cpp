@@ -47,9 +47,13 @@ std::string source_name(const SourceEntry& e) {
   return e.member.empty() ? e.path.string() : e.path.string() + "(" + e.member + ")";
 }
 
-SourceBytes::SourceBytes(const SourceEntry& e) : file_(e.path) {
-  bytes_ = file_.bytes();
-  if (e.member.empty()) return;
+SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
+  if (e.member.empty()) {
+    read_file_into(e.path, buffer);
+    bytes_ = buffer;
+    return;
+  }
+  bytes_ = shard_.emplace(e.path).bytes();
   try {
     tar::Header h = tar::header_before(bytes_, e.offset);
     if (h.size != e.size || h.name != tar::stored_name(e.member))

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
+#include "dataset/crc32.hpp"
 #include "dataset/tar_format.hpp"
 
 namespace dlprep::dataset {

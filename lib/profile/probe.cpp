@@ -40,7 +40,8 @@ std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& fi
     SampleImage& s = sample[i];
     std::string name = dataset::source_name(files[i]);
     s.path = name;
-    dataset::SourceBytes source(files[i]);
+    Bytes buffer;
+    dataset::SourceBytes source(files[i], buffer);
     s.source_bytes.assign(source.bytes().begin(), source.bytes().end());
     const image::Codec* codec = image::sniff_codec(s.source_bytes);
     if (!codec) throw Error(Errc::unsupported, name + ": unknown image format");

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "command.hpp"
 #include "core/error.hpp"
@@ -83,11 +85,19 @@ std::vector<dataset::MixEntry> mix_from_report(const std::string& path) {
   }
 }
 
-Json report(const dataset::ConvertResult& r, double seconds) {
+// The stages in the order a sample goes through them, for the report and -v.
+std::vector<std::pair<const char*, double>> stages(const dataset::ConvertStageSeconds& s) {
+  return {{"read", s.read},     {"decode", s.decode}, {"transform", s.transform},
+          {"encode", s.encode}, {"record", s.record}, {"write", s.write}};
+}
+
+Json report(const dataset::ConvertResult& r, double seconds, unsigned threads) {
   const dataset::Manifest& m = r.manifest;
   Json formats = Json::object();
   for (const auto& [name, c] : m.formats)
     formats[name] = {{"samples", c.samples}, {"bytes", c.bytes}};
+  Json stage_seconds = Json::object();
+  for (const auto& [name, value] : stages(r.stage_seconds)) stage_seconds[name] = value;
   return {{"schema", "dlprep.convert-dataset/1"},
           {"samples", m.samples},
           {"converted", r.converted},
@@ -102,6 +112,8 @@ Json report(const dataset::ConvertResult& r, double seconds) {
           {"transform", m.transform.empty() ? Json() : Json(m.transform)},
           {"shard_files", m.shard_files},
           {"seconds", seconds},
+          {"threads", threads},
+          {"stage_seconds", stage_seconds},
           {"formats", formats}};
 }
 
@@ -145,7 +157,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
     print_warning(globals, kCommand, o.source + ": no image files found");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (globals.json) {
-    print_json(report(r, seconds));
+    print_json(report(r, seconds, c.threads));
   } else {
     std::string line = std::string(kCommand) + ": " + std::to_string(r.manifest.samples) +
                        " samples in " + o.destination + ": " + std::to_string(r.converted) +
@@ -156,6 +168,12 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
     if (r.failed > 0) line += ", " + std::to_string(r.failed) + " failed and skipped";
     line += "; " + format_fixed(seconds, 2) + " s";
     print_note(globals, line);
+    if (globals.verbose > 0 && r.converted > 0) {
+      std::string per = std::string(kCommand) + ": per converted sample (one thread's ms):";
+      for (const auto& [name, value] : stages(r.stage_seconds))
+        per += std::string(" ") + name + " " + format_fixed(value * 1e3 / double(r.converted), 2);
+      print_note(globals, per);
+    }
   }
   return kExitOk;
 }

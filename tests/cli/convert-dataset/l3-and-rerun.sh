@@ -22,7 +22,12 @@ cmp -s index1 ds/samples.jsonl || fail "rerun changed the index"
 sleep 0.02; touch src/*/kite*
 dlprep convert-dataset src ds --to l3 2>err3.txt
 grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"
-dlprep --json convert-dataset src ds --to l3 --force >report.json 2>/dev/null
-json_check 'd["schema"] == "dlprep.convert-dataset/1" and d["converted"] == 14' <report.json
+dlprep -j2 --json convert-dataset src ds --to l3 --force >report.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.convert-dataset/1" and d["converted"] == 14 and d["threads"] == 2' <report.json
+# Every stage of a conversion is timed (a sample goes through all but the resize here).
+json_check 'list(d["stage_seconds"]) == ["read", "decode", "transform", "encode", "record", "write"] and all(d["stage_seconds"][k] > 0 for k in ("read", "decode", "encode", "record", "write"))' <report.json
+dlprep -v convert-dataset src ds --to l3 --force 2>verbose.txt
+grep -q '^convert-dataset: per converted sample (one thread.s ms): read [0-9.]* decode [0-9.]* transform 0.00 encode [0-9.]* record [0-9.]* write [0-9.]*$' verbose.txt ||
+  fail "-v: $(cat verbose.txt)"
 dlprep -q dataset verify ds
 no_temp_files ds

@@ -29,6 +29,34 @@ TEST_CASE("write_file_atomic creates parent folders and read_file reads it back"
   CHECK(m.bytes().size() == 5);
 }
 
+TEST_CASE("read_file_into reuses its buffer for files of every size, and reads what a FIFO gives") {
+  fs::path dir = scratch("into");
+  Bytes big(300000), small = {7, 8, 9};
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 31);
+  write_file_atomic(dir / "big", big);
+  write_file_atomic(dir / "small", small);
+  write_file_atomic(dir / "empty", {});
+  Bytes buffer;
+  read_file_into(dir / "big", buffer);
+  CHECK(buffer == big);
+  const uint8_t* memory = buffer.data();
+  read_file_into(dir / "small", buffer);
+  CHECK(buffer == small);
+  CHECK(buffer.data() == memory);  // no new allocation for a smaller file
+  read_file_into(dir / "empty", buffer);
+  CHECK(buffer.empty());
+  read_file_into(dir / "big", buffer);
+  CHECK(buffer == big);
+  CHECK_THROWS_AS(read_file_into(dir, buffer), Error);  // a directory
+
+  const fs::path fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { write_file_atomic(fifo, big); });
+  read_file_into(fifo, buffer);
+  writer.join();
+  CHECK(buffer == big);
+}
+
 TEST_CASE("an AtomicFile destroyed without commit leaves nothing behind") {
   fs::path dir = scratch("abandon");
   {

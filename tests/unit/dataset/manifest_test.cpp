@@ -143,10 +143,9 @@ TEST_CASE("locations outside the dataset are refused") {
   }
 }
 
-TEST_CASE("crc32 is zlib's") {
-  const char* text = "123456789";
-  CHECK(crc32_of(ByteSpan(reinterpret_cast<const uint8_t*>(text), 9)) == 0xCBF43926u);
+TEST_CASE("crc32 values print as 8 lower-case hex digits") {
   CHECK(crc32_hex(0xCBF43926u) == "cbf43926");
+  CHECK(crc32_hex(0x1u) == "00000001");
 }
 
 TEST_CASE("tar records carry their offset; file records stay as they were") {

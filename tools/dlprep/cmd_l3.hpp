@@ -2,10 +2,13 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
+#include "core/file_io.hpp"
+#include "inputs.hpp"
 
 namespace dlprep::cli {
 
@@ -26,6 +29,16 @@ struct BenchDeviceOptions {
   double max_seconds = 0;
 };
 int run_l3_device_bench(const BenchDeviceOptions& options, const Globals& globals);
+
+/// The benchmarks' image files named by `args` (files as given, directories walked for image
+/// files; a directory without any is warned about), each read in parallel with progress and handed
+/// to `load(i, bytes)`, which keeps what it needs. A file that fails (unreadable, corrupt, out of
+/// memory) is reported with its path and reason and left out; `code` becomes the worst exit code
+/// of the files (cmd_l3_bench.cpp).
+std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
+                                         const Globals& globals, int& code,
+                                         const std::function<void(size_t count)>& prepare,
+                                         const std::function<void(size_t i, ByteSpan bytes)>& load);
 
 /// "a,b,,c" -> {"a", "b", "c"} (cmd_l3_bench.cpp).
 std::vector<std::string> split_list(const std::string& text);

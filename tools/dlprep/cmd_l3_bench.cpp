@@ -165,35 +165,21 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
   // row decodes the files themselves, so it keeps their bytes.
   const bool keep_files = std::find(params.codecs.begin(), params.codecs.end(), "source") !=
                           params.codecs.end();
-  std::vector<std::string> empty_dirs;
-  auto inputs = collect_inputs(
-      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs);
-  for (const auto& dir : empty_dirs)
-    print_warning(globals, kCommand, dir + ": no image files found");
-  std::vector<std::unique_ptr<Image>> decoded(inputs.size());
-  std::vector<Bytes> files(inputs.size());
-  std::vector<int> codes(inputs.size(), kExitOk);
-  {
-    Progress progress(globals, "l3 bench: reading", inputs.size());
-    parallel_for(inputs.size(), globals.jobs, [&](size_t i) {
-      try {
-        MappedFile file(inputs[i].path);
-        decoded[i] = std::make_unique<Image>(image::decode_any(file.bytes()));
-        if (keep_files) files[i].assign(file.bytes().begin(), file.bytes().end());
-      } catch (const Error& e) {
-        print_error(kCommand, with_path(inputs[i].path, e).what());
-        codes[i] = item_exit_code(e.code());
-      } catch (const std::bad_alloc&) {
-        print_error(kCommand, display_path(inputs[i].path) + ": out of memory");
-        codes[i] = kExitFailure;
-      }
-      progress.step();
-    });
-  }
+  std::vector<std::unique_ptr<Image>> decoded;
+  std::vector<Bytes> files;
   int code = kExitOk;
+  const auto inputs = load_bench_inputs(
+      options.inputs, globals, code,
+      [&](size_t count) {
+        decoded.resize(count);
+        files.resize(count);
+      },
+      [&](size_t i, ByteSpan bytes) {
+        decoded[i] = std::make_unique<Image>(image::decode_any(bytes));
+        if (keep_files) files[i].assign(bytes.begin(), bytes.end());
+      });
   std::vector<Image> images;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    code = worse_exit(code, codes[i]);
     if (decoded[i]) {
       images.push_back(std::move(*decoded[i]));
       params.image_names.push_back(display_path(inputs[i].path));
@@ -236,6 +222,35 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
 }
 
 }  // namespace
+
+std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
+                                         const Globals& globals, int& code,
+                                         const std::function<void(size_t count)>& prepare,
+                                         const std::function<void(size_t i, ByteSpan bytes)>& load) {
+  std::vector<std::string> empty_dirs;
+  auto inputs = collect_inputs(
+      args, [](const image::Codec&) { return true; }, &empty_dirs);
+  for (const auto& dir : empty_dirs)
+    print_warning(globals, kCommand, dir + ": no image files found");
+  prepare(inputs.size());
+  std::vector<int> codes(inputs.size(), kExitOk);
+  Progress progress(globals, "l3 bench: reading", inputs.size());
+  parallel_for(inputs.size(), globals.jobs, [&](size_t i) {
+    try {
+      MappedFile file(inputs[i].path);
+      load(i, file.bytes());
+    } catch (const Error& e) {
+      print_error(kCommand, with_path(inputs[i].path, e).what());
+      codes[i] = item_exit_code(e.code());
+    } catch (const std::bad_alloc&) {
+      print_error(kCommand, display_path(inputs[i].path) + ": out of memory");
+      codes[i] = kExitFailure;
+    }
+    progress.step();
+  });
+  for (int c : codes) code = worse_exit(code, c);
+  return inputs;
+}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;

@@ -56,39 +56,27 @@ struct Set {
 };
 
 Set read_set(const std::vector<std::string>& args, const Globals& globals, int& code) {
-  std::vector<std::string> empty_dirs;
-  const auto inputs = collect_inputs(
-      args, [](const image::Codec&) { return true; }, &empty_dirs);
-  for (const auto& dir : empty_dirs)
-    print_warning(globals, kCommand, dir + ": no image files found");
-  std::vector<std::unique_ptr<Bytes>> files(inputs.size());
-  std::vector<std::unique_ptr<Image>> images(inputs.size());
-  std::vector<int> codes(inputs.size(), kExitOk);
-  Progress progress(globals, "l3 bench: reading", inputs.size());
-  parallel_for(inputs.size(), globals.jobs, [&](size_t i) {
-    try {
-      MappedFile file(inputs[i].path);
-      const image::Codec* codec = image::sniff_codec(file.bytes());
-      if (codec != nullptr && codec->name() == "l3") {
-        files[i] = std::make_unique<Bytes>(file.bytes().begin(), file.bytes().end());
-        images[i] = std::make_unique<Image>(l3::decode(file.bytes()));
-      } else {
-        images[i] = std::make_unique<Image>(image::decode_any(file.bytes()));
-        files[i] = std::make_unique<Bytes>(l3::encode(*images[i]));
-      }
-    } catch (const Error& e) {
-      print_error(kCommand, with_path(inputs[i].path, e).what());
-      codes[i] = item_exit_code(e.code());
-    } catch (const std::bad_alloc&) {
-      print_error(kCommand, display_path(inputs[i].path) + ": out of memory");
-      codes[i] = kExitFailure;
-    }
-    progress.step();
-  });
+  std::vector<std::unique_ptr<Bytes>> files;
+  std::vector<std::unique_ptr<Image>> images;
+  const auto inputs = load_bench_inputs(
+      args, globals, code,
+      [&](size_t count) {
+        files.resize(count);
+        images.resize(count);
+      },
+      [&](size_t i, ByteSpan bytes) {
+        const image::Codec* codec = image::sniff_codec(bytes);
+        if (codec != nullptr && codec->name() == "l3") {
+          files[i] = std::make_unique<Bytes>(bytes.begin(), bytes.end());
+          images[i] = std::make_unique<Image>(l3::decode(bytes));
+        } else {
+          images[i] = std::make_unique<Image>(image::decode_any(bytes));
+          files[i] = std::make_unique<Bytes>(l3::encode(*images[i]));
+        }
+      });
   Set set;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    code = worse_exit(code, codes[i]);
-    if (!files[i]) continue;
+    if (!files[i] || !images[i]) continue;
     set.files.push_back(std::move(*files[i]));
     set.images.push_back(std::move(*images[i]));
     set.names.push_back(display_path(inputs[i].path));

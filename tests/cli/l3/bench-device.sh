@@ -41,3 +41,13 @@ expect_exit 2 dlprep l3 bench --device gpu a.l3
 expect_exit 2 dlprep l3 bench --device cpu a.l3 --codecs l3
 expect_exit 2 dlprep l3 bench --device cpu a.l3 --depth 0
 expect_exit 1 dlprep l3 bench --device cpu missing.l3
+
+# A corrupt L3 file among the inputs is reported by name and left out; the others are measured.
+head -c 100 a.l3 >bad.l3
+set +e
+dlprep --json l3 bench --device cpu a.l3 bad.l3 --batch 1 --repeats 1 >partial.json 2>err.txt
+rc=$?
+set -e
+[ $rc = 1 ] || fail "a corrupt input: exit $rc, expected 1: $(cat err.txt)"
+grep -q "bad.l3: l3: truncated" err.txt || fail "the corrupt file is not named: $(cat err.txt)"
+json_check 'd["images"] == 1' <partial.json

@@ -45,32 +45,12 @@ namespace {
 using testing::Content;
 using testing::get_u32;
 using testing::make_image;
+using testing::width_ladder;
 using testing::put_u32;
 
 using ::dlprep::testing::failures;
 /// --quick (for compute-sanitizer runs): patch sizes up to 64 and no FHD image.
 bool quick = false;
-
-// Rows that are the row above plus a per-group offset and noise of a chosen width, so that every
-// width code appears (the same construction as tests/unit/l3/format_test.cpp).
-Image width_ladder(uint32_t c) {
-  const uint32_t w = 16 * 16, h = 64;
-  Image image(w, h, c);
-  std::mt19937 rng(77);
-  for (uint32_t x = 0; x < w * c; ++x) image.row(0)[x] = static_cast<uint8_t>(x * 7);
-  for (uint32_t y = 1; y < h; ++y)
-    for (uint32_t x = 0; x < w; ++x)
-      for (uint32_t k = 0; k < c; ++k) {
-        const uint32_t code = (x / 16 + y) % 16;
-        const uint32_t width = code_width(code);
-        const int32_t offset = code_explicit(code) ? 90 : 0;
-        const int32_t noise =
-            width == 0 ? 0 : static_cast<int32_t>(rng() % (1u << width)) - (1 << (width - 1));
-        image.row(y)[x * c + k] =
-            static_cast<uint8_t>(image.row(y - 1)[x * c + k] + offset + noise);
-      }
-  return image;
-}
 
 // How often each width code and predictor occurs in the files of the suite (read from the layout).
 uint64_t code_counts[16] = {};

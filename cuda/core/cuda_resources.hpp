@@ -56,7 +56,9 @@ using DeviceMemory = GrowingMemory<false>;
 using PinnedMemory = GrowingMemory<true>;
 
 /// A non-blocking stream (it never synchronises with the legacy default stream), optionally at
-/// the lowest priority the device offers so that other streams' kernels are scheduled first.
+/// the lowest priority the device offers. On current GPUs that is also the default priority
+/// (range 0 to -5 on Ampere and Hopper), so another stream's kernels go first only when that
+/// stream was created with a higher priority (e.g. torch.cuda.Stream(priority=-1)).
 class Stream {
  public:
   explicit Stream(bool low_priority = false) {

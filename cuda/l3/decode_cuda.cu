@@ -278,10 +278,13 @@ size_t shared_bytes(const l3::BatchPlan& plan) {
 }
 
 void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* work, uint8_t* out,
-                   uint8_t* status, uint32_t* failed, cudaStream_t stream) {
+                   uint8_t* status, uint32_t* failed, cudaStream_t stream, cudaEvent_t kernel_start) {
   const size_t task_count = plan.tasks.size(), blocks = plan.patch_first_task.size();
   DLPREP_CUDA_CHECK(cudaMemsetAsync(failed, 0, sizeof(uint32_t), stream));
-  if (task_count == 0) return;  // an empty batch: nothing to decode (every image has >= 1 task)
+  if (task_count == 0) {  // an empty batch: nothing to decode (every image has >= 1 task)
+    DLPREP_CUDA_CHECK(cudaEventRecord(kernel_start, stream));
+    return;
+  }
   if (plan.max_patch_width == 0 || plan.max_patch_width > l3::kMaxPatch || blocks == 0 ||
       plan.max_channels == 0 || plan.max_channels > 4 ||
       plan.max_groups > (l3::kMaxPatch / l3::kGroupPixels) * l3::kMaxPatch)
@@ -307,6 +310,7 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
   // At most 4 x 4096 x 2 = 32 KiB, under the 48 KiB every device allows without opting in.
   const size_t shared = shared_bytes(plan);
   const unsigned threads = (plan.max_patch_width + 31u) / 32u * 32u;
+  DLPREP_CUDA_CHECK(cudaEventRecord(kernel_start, stream));
   // One block per patch, in launches of at most INT_MAX blocks.
   for (size_t b = 0; b < blocks; b += INT_MAX) {
     const size_t count = blocks - b < size_t{INT_MAX} ? blocks - b : size_t{INT_MAX};
@@ -339,7 +343,7 @@ struct L3BatchDecoder::Impl {
   Stream stream;
   DeviceMemory input, work, output, status, failed;
   PinnedMemory staging;  // the packed work list, then the failure flag
-  Event events[4];       // start, uploaded, decoded, downloaded
+  Event events[5];       // start, uploaded, decoded, tensor download queued, downloaded
   L3DecodeTimings timings;
 
   // Queues the work-list upload, the kernel and the flag download after events[0]; returns once
@@ -357,8 +361,7 @@ struct L3BatchDecoder::Impl {
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(d_work, host, layout.bytes, cudaMemcpyHostToDevice, s));
     auto* d_status = static_cast<uint8_t*>(status.reserve(plan.tasks.size()));
     auto* d_failed = static_cast<uint32_t*>(failed.reserve(sizeof(uint32_t)));
-    events[1].record(s);
-    launch_decode(plan, device_in, d_work, device_out, d_status, d_failed, s);
+    launch_decode(plan, device_in, d_work, device_out, d_status, d_failed, s, events[1].get());
     events[2].record(s);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(flag, d_failed, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
     stream.synchronize();
@@ -386,11 +389,13 @@ void L3BatchDecoder::decode(const l3::BatchPlan& plan, const uint8_t* const* fil
                                       cudaMemcpyHostToDevice, s));
   auto* tensor = static_cast<uint8_t*>(m.output.reserve(plan.output_bytes));
   m.run(plan, in, tensor, true);
-  DLPREP_CUDA_CHECK(cudaMemcpyAsync(out, tensor, plan.output_bytes, cudaMemcpyDeviceToHost, s));
+  // The download's span starts here, after run() waited on the host for the failure flag.
   m.events[3].record(s);
+  DLPREP_CUDA_CHECK(cudaMemcpyAsync(out, tensor, plan.output_bytes, cudaMemcpyDeviceToHost, s));
+  m.events[4].record(s);
   m.stream.synchronize();
   m.timings = {m.events[1].since(m.events[0]), m.events[2].since(m.events[1]),
-               m.events[3].since(m.events[2])};
+               m.events[4].since(m.events[3])};
 }
 
 void L3BatchDecoder::decode_device(const l3::BatchPlan& plan, const uint8_t* device_in,
@@ -398,11 +403,8 @@ void L3BatchDecoder::decode_device(const l3::BatchPlan& plan, const uint8_t* dev
   Impl& m = *impl_;
   m.timings = {};
   if (plan.tasks.empty()) return;
-  m.run(plan, device_in, device_out, false);
-  m.events[3].record(m.stream.get());  // the flag came back before this: d2h is the verdict
-  m.stream.synchronize();
-  m.timings = {m.events[1].since(m.events[0]), m.events[2].since(m.events[1]),
-               m.events[3].since(m.events[2])};
+  m.run(plan, device_in, device_out, false);  // returns with the stream idle
+  m.timings = {m.events[1].since(m.events[0]), m.events[2].since(m.events[1]), 0};
 }
 
 }  // namespace dlprep::cuda

@@ -19,7 +19,7 @@ namespace dlprep::cuda {
 struct L3DecodeTimings {
   float h2d_ms = 0;     ///< files and work list to the device
   float decode_ms = 0;  ///< the kernel alone: the device-resident decode time
-  float d2h_ms = 0;     ///< verdicts and tensor back to the host
+  float d2h_ms = 0;     ///< the tensor back to the host (0 for decode_device())
 };
 
 /// Decodes validated L3 batches on the current CUDA device. Owns one stream and device buffers

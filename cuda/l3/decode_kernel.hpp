@@ -38,12 +38,13 @@ void pack_work(const l3::BatchPlan& plan, uint8_t* dst);
 /// channel of the largest patch).
 size_t shared_bytes(const l3::BatchPlan& plan);
 
-/// Queues on `stream`: zeroing of the statuses and the failure flag, then the decode kernel(s)
-/// over every listed patch. `work` is the packed work list in device memory; `status` has a byte
-/// per task; `failed` one uint32_t. Throws Error(internal) for an inconsistent plan and
-/// Error(device_failure) when a launch fails. Nothing is queued for an empty plan.
+/// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the
+/// timings' kernel span leaves the memsets out), then the decode kernel(s) over every listed patch.
+/// `work` is the packed work list in device memory; `status` has a byte per task; `failed` one
+/// uint32_t. Throws Error(internal) for an inconsistent plan and Error(device_failure) when a
+/// launch fails. No kernel is queued for an empty plan.
 void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* work, uint8_t* out,
-                   uint8_t* status, uint32_t* failed, cudaStream_t stream);
+                   uint8_t* status, uint32_t* failed, cudaStream_t stream, cudaEvent_t kernel_start);
 
 /// After a batch whose failure flag was set: copies the statuses back on `stream` (synchronous)
 /// and throws Error(corrupt_data) for the first failing task in plan order.

@@ -81,8 +81,8 @@ struct L3Pipeline::Impl {
         DLPREP_CUDA_CHECK(
             cudaMemcpyAsync(device + device_input, host, layout.bytes, cudaMemcpyHostToDevice, s));
       }
-      slot.events[1].record(s);
-      launch_decode(plan, device, device + device_input, device_out, status, failed, s);
+      launch_decode(plan, device, device + device_input, device_out, status, failed, s,
+                    slot.events[1].get());
       slot.events[2].record(s);
       DLPREP_CUDA_CHECK(
           cudaMemcpyAsync(slot.flag, failed, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));

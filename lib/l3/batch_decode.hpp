@@ -96,7 +96,7 @@ class BatchBuffer {
 struct DecodeTimings {
   double h2d_ms = 0;     ///< files and work list to the device
   double decode_ms = 0;  ///< the decode itself: the device-resident figure
-  double d2h_ms = 0;     ///< tensor back to the host (with the verdict check)
+  double d2h_ms = 0;     ///< tensor back to the host (0 when it stays on the device)
 };
 
 /// Measured copy speeds of the backend's machine, GB/s (10^9 bytes per second, bytes copied).
@@ -113,8 +113,10 @@ struct PipelineOptions {
   /// Batches in flight: one pinned staging buffer, one stream and one device input buffer each.
   /// 2 is enough for the copy of batch i+1 to overlap the decode of batch i.
   unsigned depth = 2;
-  /// Create the decode streams at the lowest stream priority, so that a training stream's kernels
-  /// are scheduled first (cpu: no effect).
+  /// Create the decode streams at the lowest stream priority, so that a training stream created
+  /// with a higher one has its kernels scheduled first. CUDA's default priority is already the
+  /// lowest on current GPUs: a training stream at the default competes as an equal (cpu: no
+  /// effect).
   bool low_priority = false;
 };
 

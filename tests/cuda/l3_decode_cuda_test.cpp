@@ -420,8 +420,10 @@ void run_pipeline_suite(BatchDecoder& gpu) {
     PipelineOptions options;
     options.depth = depth;
     options.low_priority = depth == 3;
-    const auto pipeline = gpu.make_pipeline(options);
+    // The buffers outlive the pipeline, so that a batch still queued never reads or writes
+    // freed memory when a check throws.
     std::vector<std::unique_ptr<BatchBuffer>> outs, pinned;
+    const auto pipeline = gpu.make_pipeline(options);
     for (const Job& job : jobs) {
       outs.push_back(gpu.allocate(MemoryKind::device, job.plan.output_bytes));
       const Bytes poison(job.plan.output_bytes, kPoison);

@@ -95,6 +95,11 @@ struct ReadStruct {
       throw Error(Errc::internal, "png: cannot create the libpng read structures");
     }
     png_set_read_fn(png, &io, read_fn);
+#ifdef PNG_IGNORE_ADLER32
+    // The CRC-32 of every IDAT chunk, which libpng checks, already covers the compressed bytes;
+    // zlib's Adler-32 over the decompressed ones costs ~5% of a photo's decode.
+    png_set_option(png, PNG_IGNORE_ADLER32, PNG_OPTION_ON);
+#endif
     // Dimensions are checked by check_shape() with our own limits and messages.
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
   }

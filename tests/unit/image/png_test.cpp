@@ -320,5 +320,31 @@ TEST_CASE("libpng errors become lower-case corrupt-data errors with an offset") 
   }
 }
 
+#ifdef PNG_IGNORE_ADLER32  // libpng 1.6.26 and later
+TEST_CASE("damaged compressed data is caught by the IDAT CRC; zlib's Adler-32 is not checked again") {
+  if (!png()) return;
+  const Image image = test::make_image({20, 20, 3}, test::Pattern::random);
+  Bytes file = png()->encode(image, EncodeOptions{});
+  // Find the last IDAT: its data ends with the zlib stream's Adler-32, then the chunk's CRC.
+  size_t idat = 0;
+  for (size_t at = 8; at + 12 <= file.size();) {
+    const size_t length = (size_t{file[at]} << 24) | (size_t{file[at + 1]} << 16) |
+                          (size_t{file[at + 2]} << 8) | file[at + 3];
+    if (std::equal(file.begin() + at + 4, file.begin() + at + 8, "IDAT")) idat = at;
+    at += 12 + length;
+  }
+  REQUIRE(idat != 0);
+  const size_t length = (size_t{file[idat]} << 24) | (size_t{file[idat + 1]} << 16) |
+                        (size_t{file[idat + 2]} << 8) | file[idat + 3];
+  file[idat + 8 + length - 1] ^= 0x01;  // the Adler-32's last byte
+  const uLong crc = crc32(0, file.data() + idat + 4, static_cast<uInt>(4 + length));
+  for (int i = 0; i < 4; ++i)
+    file[idat + 8 + length + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
+  CHECK(png()->decode(span(file)).same_pixels(image));
+  file[idat + 8] ^= 0x40;  // the compressed data itself, the CRC left as it is
+  CHECK(decode_error(file) == Errc::corrupt_data);
+}
+#endif
+
 }  // namespace
 }  // namespace dlprep::image

@@ -176,9 +176,10 @@ bool TarReader::next(Member& member) {
       throw at("truncated archive (no end-of-archive marker)");
     ByteSpan block = archive_.subspan(offset_, kBlock);
     if (is_zero_block(block)) {
-      // The end: two zero blocks (one followed by the end of the file is tolerated, as tar does).
-      bool last = offset_ + kBlock == archive_.size();
-      if (!last && !is_zero_block(archive_.subspan(offset_ + kBlock, kBlock)))
+      // The end: two zero blocks (one followed by the end of the file, or by a short zero tail,
+      // is tolerated, as tar does).
+      ByteSpan after = archive_.subspan(offset_ + kBlock);
+      if (!is_zero_block(after.first(std::min<size_t>(after.size(), kBlock))))
         throw at("a zero block inside the archive");
       if (long_name || long_size) throw at("extended header without a member");
       ended_ = true;

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "core/error.hpp"
 
@@ -22,6 +24,12 @@ template <typename T>
 T get(const Json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann would wrap -1 and truncate 1.5 or 1e30; every count here is a non-negative integer.
+    if (!it->is_number_unsigned() || it->get<uint64_t>() > std::numeric_limits<T>::max())
+      throw corrupt(std::string("\"") + key + "\" is not an integer from 0 to " +
+                    std::to_string(std::numeric_limits<T>::max()));
+  }
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -202,8 +210,11 @@ Manifest manifest_from_json(std::string_view text) {
     for (const auto& [name, c] : j.at("formats").items())
       m.formats[name] = {get<uint64_t>(c, "samples"), get<uint64_t>(c, "bytes")};
     for (const auto& [label, per_format] : j.at("classes").items())
-      for (const auto& [format, n] : per_format.items())
+      for (const auto& [format, n] : per_format.items()) {
+        if (!n.is_number_unsigned())
+          throw corrupt("\"classes\": the count of " + label + "/" + format + " is not an integer");
         m.classes[label][format] = n.get<uint64_t>();
+      }
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(std::string("malformed: ") + e.what());
   }

@@ -1,5 +1,6 @@
 #include "tabular/npy_format.hpp"
 
+#include <cctype>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -24,11 +25,21 @@ std::string npy_header(const char* descr, uint64_t rows, uint32_t cols) {
   return out;
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  Bytes bytes = read_file(path);
-  auto bad = [&](const std::string& what) {
-    return Error(Errc::corrupt_data, path.string() + ": " + what);
-  };
+namespace {
+
+/// A decimal number of at most 19 digits (so it fits in 63 bits) starting at `i`; advances `i`.
+bool parse_count(const std::string& s, size_t& i, uint64_t& value) {
+  size_t start = i;
+  value = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 19)
+    value = value * 10 + static_cast<uint64_t>(s[i++] - '0');
+  return i > start && (i >= s.size() || s[i] < '0' || s[i] > '9');
+}
+
+}  // namespace
+
+NpyArray parse_npy(ByteSpan bytes, const std::string& name) {
+  auto bad = [&](const std::string& what) { return Error(Errc::corrupt_data, name + ": " + what); };
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     throw bad("not a .npy file");
   size_t header_len = 0, start = 0;
@@ -43,39 +54,50 @@ NpyArray read_npy(const std::filesystem::path& path) {
   } else {
     throw bad("unsupported .npy version");
   }
-  if (start + header_len > bytes.size()) throw bad("truncated .npy header");
+  if (header_len > bytes.size() - start) throw bad("truncated .npy header");
   std::string dict(reinterpret_cast<const char*>(bytes.data()) + start, header_len);
   NpyArray a;
   auto d = dict.find("'descr':");
   auto s = dict.find("'shape':");
   if (d == std::string::npos || s == std::string::npos) throw bad("bad .npy header");
-  auto q1 = dict.find('\'', d + 8), q2 = dict.find('\'', q1 + 1);
-  if (q1 == std::string::npos || q2 == std::string::npos) throw bad("bad .npy header");
+  auto q1 = dict.find('\'', d + 8);
+  auto q2 = q1 == std::string::npos ? q1 : dict.find('\'', q1 + 1);
+  if (q2 == std::string::npos) throw bad("bad .npy header");
   a.descr = dict.substr(q1 + 1, q2 - q1 - 1);
+  // A dtype this reader knows the item size of: byte order, kind, 1..16 bytes (e.g. "<u4").
+  uint64_t item = 0;
+  size_t at = 2;
+  if (a.descr.size() < 3 || !std::strchr("<>|=", a.descr[0]) || !std::isalpha(a.descr[1] & 0xff) ||
+      !parse_count(a.descr, at, item) || at != a.descr.size() || item == 0 || item > 16)
+    throw bad("unsupported dtype '" + a.descr + "'");
   if (dict.find("'fortran_order': True") != std::string::npos) throw bad("fortran order");
   auto p1 = dict.find('(', s), p2 = dict.find(')', s);
-  if (p1 == std::string::npos || p2 == std::string::npos) throw bad("bad .npy shape");
+  if (p1 == std::string::npos || p2 == std::string::npos || p2 < p1) throw bad("bad .npy shape");
   std::string shape = dict.substr(p1 + 1, p2 - p1 - 1);
   std::vector<uint64_t> dims;
   size_t i = 0;
   while (i < shape.size()) {
     while (i < shape.size() && (shape[i] == ' ' || shape[i] == ',')) ++i;
     if (i >= shape.size()) break;
-    size_t j = i;
-    while (j < shape.size() && shape[j] >= '0' && shape[j] <= '9') ++j;
-    if (j == i) throw bad("bad .npy shape");
-    dims.push_back(std::stoull(shape.substr(i, j - i)));
-    i = j;
+    uint64_t dim = 0;
+    if (!parse_count(shape, i, dim)) throw bad("bad .npy shape");
+    dims.push_back(dim);
   }
   if (dims.empty() || dims.size() > 2) throw bad("only 1-D and 2-D arrays are read");
+  if (dims.size() == 2 && (dims[1] == 0 || dims[1] > UINT32_MAX)) throw bad("bad .npy shape");
   a.rows = dims[0];
   a.cols = dims.size() == 2 ? static_cast<uint32_t>(dims[1]) : 0;
-  size_t item = a.descr.size() >= 3 ? std::stoul(a.descr.substr(2)) : 0;
-  uint64_t want = a.rows * (a.cols ? a.cols : 1) * item;
+  uint64_t want = 0;
   size_t data_start = start + header_len;
-  if (item == 0 || bytes.size() - data_start != want) throw bad("data size does not match shape");
+  if (__builtin_mul_overflow(a.rows, uint64_t{a.cols ? a.cols : 1u}, &want) ||
+      __builtin_mul_overflow(want, item, &want) || bytes.size() - data_start != want)
+    throw bad("data size does not match shape");
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data_start), bytes.end());
   return a;
+}
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  return parse_npy(read_file(path), path.string());
 }
 
 }  // namespace dlprep::tabular

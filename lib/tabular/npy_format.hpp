@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/file_io.hpp"
+
 namespace dlprep::tabular {
 
 /// The .npy header (magic, version 1.0, dict, padding) for a C-order array of dtype `descr`
@@ -22,7 +24,10 @@ struct NpyArray {
   std::vector<uint8_t> data;
 };
 
-/// Reads a .npy v1/v2 file written in C order. Throws Error(io|corrupt_data) naming the file.
+/// Parses the bytes of a .npy v1/v2/v3 file written in C order. Throws Error(corrupt_data) whose
+/// message starts with `name`.
+NpyArray parse_npy(ByteSpan bytes, const std::string& name);
+/// Reads a .npy file. Throws Error(io|corrupt_data) naming the file.
 NpyArray read_npy(const std::filesystem::path& path);
 
 }  // namespace dlprep::tabular

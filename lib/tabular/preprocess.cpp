@@ -578,12 +578,34 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
 
 void Run::load_vocab_from(const fs::path& where) {
   fs::path dir = fs::exists(where / "vocab.json") ? where : where / "vocab";
-  json v = read_json(dir / "vocab.json");
-  if (v.value("schema", "") != "dlprep.criteo-vocab/1")
-    throw Error(Errc::corrupt_data, (dir / "vocab.json").string() + ": not a dlprep vocabulary");
-  auto m = v["modulus"].get<std::vector<uint32_t>>();
-  if (m.size() != kNumSparse)
-    throw Error(Errc::corrupt_data, (dir / "vocab.json").string() + ": bad modulus list");
+  const fs::path vocab_json = dir / "vocab.json";
+  const json v = read_json(vocab_json);
+  auto bad = [&](const std::string& what) {
+    return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
+  };
+  // Every number must be a non-negative integer that fits: nlohmann would wrap -1 or truncate 1.5.
+  auto unsigned_list = [&](const char* key) {
+    std::vector<uint64_t> out;
+    if (!v.contains(key)) return out;
+    const json& list = v.at(key);
+    if (!list.is_array() || list.size() != kNumSparse)
+      throw bad(std::string("bad ") + key + " list");
+    for (const json& n : list) {
+      if (!n.is_number_unsigned()) throw bad(std::string("bad ") + key + " list");
+      out.push_back(n.get<uint64_t>());
+    }
+    return out;
+  };
+  if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
+    throw bad("not a dlprep vocabulary");
+  const std::vector<uint64_t> modulus = unsigned_list("modulus");
+  const std::vector<uint64_t> cardinality = unsigned_list("cardinality");
+  if (modulus.empty()) throw bad("no modulus list");
+  std::vector<uint32_t> m;
+  for (uint64_t x : modulus) {
+    if (x > UINT32_MAX) throw bad("a modulus over 2^32 - 1");
+    m.push_back(static_cast<uint32_t>(x));
+  }
   for (int j = 0; j < kNumSparse; ++j) {
     if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != m[j])
       throw Error(Errc::invalid_argument,
@@ -595,9 +617,10 @@ void Run::load_vocab_from(const fs::path& where) {
     std::string c = "C" + std::to_string(j + 1);
     NpyArray values = read_npy(dir / (c + "_values.npy"));
     NpyArray counts = read_npy(dir / (c + "_counts.npy"));
-    if (values.descr != "<u4" || counts.descr != "<u8" || values.rows != counts.rows)
+    if (values.descr != "<u4" || counts.descr != "<u8" || values.cols != 0 || counts.cols != 0 ||
+        values.rows != counts.rows)
       throw Error(Errc::corrupt_data, dir.string() + ": bad vocabulary arrays for " + c);
-    if (v.contains("cardinality") && v["cardinality"][j].get<uint64_t>() != values.rows)
+    if (!cardinality.empty() && cardinality[j] != values.rows)
       throw Error(Errc::corrupt_data, dir.string() + ": " + c + " does not match vocab.json");
     std::vector<uint32_t> vv(values.rows);
     std::vector<uint64_t> cc(counts.rows);

@@ -59,6 +59,27 @@ TEST_CASE("malformed records are corrupt data") {
   }
 }
 
+TEST_CASE("numbers must be non-negative integers that fit: never wrapped or truncated") {
+  const std::string good =
+      R"({"i":0,"key":"a","label":"","format":"l3","location":"data/a.l3","bytes":1,"width":WIDTH,"height":1,"channels":1,"crc32":"0000abcd"})";
+  auto with_width = [&](const std::string& width) {
+    std::string line = good;
+    line.replace(line.find("WIDTH"), 5, width);
+    return line;
+  };
+  CHECK(parse_record(with_width("4294967295")).shape.width == 4294967295u);
+  for (const char* width : {"-1", "1.5", "1e30", "4294967296", "true", "\"7\""}) {
+    INFO(width);
+    try {
+      parse_record(with_width(width));
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::corrupt_data);
+      CHECK(std::string(e.what()).find("\"width\"") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("the index is streamed back record by record, and a torn last line is ignored") {
   fs::path dir = scratch("index");
   {

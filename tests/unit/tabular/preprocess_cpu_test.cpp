@@ -224,6 +224,55 @@ TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values
   CHECK_THROWS_AS(preprocess(clash), Error);
 }
 
+TEST_CASE("a damaged --vocab-from vocabulary is corrupt data naming the file, never a crash") {
+  fs::path dir = scratch("vocab_from_damaged");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  const fs::path vocab = dir / "train" / "vocab";
+  const std::string good_json = slurp(vocab / "vocab.json");
+  const std::string good_npy = slurp(vocab / "C3_values.npy");
+  auto damaged = [&](const std::string& file, const std::string& from, const std::string& to) {
+    const std::string good = file == "vocab.json" ? good_json : good_npy;
+    std::string bad = good;
+    size_t at = bad.find(from);
+    REQUIRE(at != std::string::npos);
+    bad.replace(at, from.size(), to);
+    put(vocab / file, bad);
+    PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+    o.modulus = {};
+    o.vocab_from = dir / "train";
+    std::string message;
+    try {
+      preprocess(o);
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::corrupt_data);
+      message = e.what();
+    }
+    put(vocab / file, good);
+    return message;
+  };
+  // A negative or fractional modulus (nlohmann would wrap or truncate it); a schema not ours.
+  CHECK(damaged("vocab.json", "5000", "-1").find("vocab.json: bad modulus list") !=
+        std::string::npos);
+  CHECK(damaged("vocab.json", "5000", "50.5").find("vocab.json") != std::string::npos);
+  CHECK(damaged("vocab.json", "dlprep.criteo-vocab/1", "x").find("not a dlprep vocabulary") !=
+        std::string::npos);
+  // .npy shapes whose byte count overflows 64 bits to the true size, or that do not parse.
+  const std::string rows = good_npy.substr(good_npy.find("'shape': (") + 10);
+  const std::string n = rows.substr(0, rows.find(','));
+  const uint64_t wrapped = (uint64_t{1} << 62) + std::stoull(n);  // x 4 bytes == 4 n (mod 2^64)
+  CHECK(damaged("C3_values.npy", "(" + n + ",", "(" + std::to_string(wrapped) + ",")
+            .find("C3_values.npy: data size does not match shape") != std::string::npos);
+  CHECK(damaged("C3_values.npy", "(" + n + ",", "(99999999999999999999999,")
+            .find("C3_values.npy: bad .npy shape") != std::string::npos);
+  CHECK(damaged("C3_values.npy", "<u4", "<uX").find("unsupported dtype") != std::string::npos);
+  // Restored, it is accepted again.
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+  o.modulus = {};
+  o.vocab_from = dir / "train";
+  CHECK(preprocess(o).vocab_reused);
+}
+
 TEST_CASE("the last day splits into halves in DLRM or TorchRec order") {
   fs::path out = scratch("split");
   PreprocessOptions o = base({kSamples / "deepctr_200.tsv", kSamples / "edge_cases.tsv"}, out);

@@ -20,13 +20,18 @@ namespace {
 
 Error corrupt(const std::string& what) { return Error(Errc::corrupt_data, what); }
 
+/// Every number of the manifest and index is a count: a non-negative integer up to `max`. Checked
+/// before get<>(), which would wrap -1 and truncate 1.5 or 1e30.
+bool is_count(const Json& n, uint64_t max = std::numeric_limits<uint64_t>::max()) {
+  return n.is_number_unsigned() && n.get<uint64_t>() <= max;
+}
+
 template <typename T>
 T get(const Json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    // nlohmann would wrap -1 and truncate 1.5 or 1e30; every count here is a non-negative integer.
-    if (!it->is_number_unsigned() || it->get<uint64_t>() > std::numeric_limits<T>::max())
+    if (!is_count(*it, std::numeric_limits<T>::max()))
       throw corrupt(std::string("\"") + key + "\" is not an integer from 0 to " +
                     std::to_string(std::numeric_limits<T>::max()));
   }
@@ -211,7 +216,7 @@ Manifest manifest_from_json(std::string_view text) {
       m.formats[name] = {get<uint64_t>(c, "samples"), get<uint64_t>(c, "bytes")};
     for (const auto& [label, per_format] : j.at("classes").items())
       for (const auto& [format, n] : per_format.items()) {
-        if (!n.is_number_unsigned())
+        if (!is_count(n))
           throw corrupt("\"classes\": the count of " + label + "/" + format + " is not an integer");
         m.classes[label][format] = n.get<uint64_t>();
       }

@@ -583,34 +583,31 @@ void Run::load_vocab_from(const fs::path& where) {
   auto bad = [&](const std::string& what) {
     return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
   };
-  // Every number must be a non-negative integer that fits: nlohmann would wrap -1 or truncate 1.5.
-  auto unsigned_list = [&](const char* key) {
+  // A list of one integer from 0 to `max` per sparse column, or empty when `key` is absent;
+  // checked before get<>(), which would wrap -1 and truncate 1.5.
+  auto column_list = [&](const char* key, uint64_t max) {
     std::vector<uint64_t> out;
     if (!v.contains(key)) return out;
     const json& list = v.at(key);
     if (!list.is_array() || list.size() != kNumSparse)
       throw bad(std::string("bad ") + key + " list");
     for (const json& n : list) {
-      if (!n.is_number_unsigned()) throw bad(std::string("bad ") + key + " list");
+      if (!n.is_number_unsigned() || n.get<uint64_t>() > max)
+        throw bad(std::string("bad ") + key + " list");
       out.push_back(n.get<uint64_t>());
     }
     return out;
   };
   if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
     throw bad("not a dlprep vocabulary");
-  const std::vector<uint64_t> modulus = unsigned_list("modulus");
-  const std::vector<uint64_t> cardinality = unsigned_list("cardinality");
-  if (modulus.empty()) throw bad("no modulus list");
-  std::vector<uint32_t> m;
-  for (uint64_t x : modulus) {
-    if (x > UINT32_MAX) throw bad("a modulus over 2^32 - 1");
-    m.push_back(static_cast<uint32_t>(x));
-  }
+  const std::vector<uint64_t> m = column_list("modulus", UINT32_MAX);
+  const std::vector<uint64_t> cardinality = column_list("cardinality", UINT64_MAX);
+  if (m.empty()) throw bad("no modulus list");
   for (int j = 0; j < kNumSparse; ++j) {
     if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != m[j])
       throw Error(Errc::invalid_argument,
                   "--modulus differs from the vocabulary's (" + std::to_string(m[j]) + ")");
-    modulus_[j] = m[j];
+    modulus_[j] = static_cast<uint32_t>(m[j]);  // <= UINT32_MAX, checked above
   }
   vocab_.clear();
   for (int j = 0; j < kNumSparse; ++j) {
@@ -626,7 +623,7 @@ void Run::load_vocab_from(const fs::path& where) {
     std::vector<uint64_t> cc(counts.rows);
     std::memcpy(vv.data(), values.data.data(), vv.size() * 4);
     std::memcpy(cc.data(), counts.data.data(), cc.size() * 8);
-    vocab_.emplace_back(m[j]);
+    vocab_.emplace_back(modulus_[j]);
     try {
       vocab_.back().assign(std::move(vv), std::move(cc));
     } catch (const Error& e) {

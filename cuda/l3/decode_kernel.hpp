@@ -1,5 +1,6 @@
-// Internal to cuda/l3: the decode kernel's launcher and the device layout of a batch's work list,
-// shared by the decoder (decode_cuda.cu) and the pipeline (pipeline_cuda.cu). Has CUDA types.
+// Internal to cuda/l3: the decode kernel's launcher, shared by the decoder (decode_cuda.cu) and
+// the pipeline (pipeline_cuda.cu). Has CUDA types; the work list they upload is in
+// decode_work.hpp.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,35 +9,9 @@
 #include <cstdint>
 
 #include "l3/batch_plan.hpp"
+#include "l3/decode_work.hpp"
 
 namespace dlprep::cuda::l3_detail {
-
-/// Where the parts of a packed work list lie (bytes from its start), each 16-byte aligned.
-struct WorkLayout {
-  size_t tasks = 0;        ///< l3::PatchTask[plan.tasks.size()]
-  size_t patch_first = 0;  ///< uint64_t[plan.patch_first_task.size()]
-  size_t images = 0;       ///< l3::BatchImage[plan.images.size()]
-  size_t bytes = 0;        ///< total
-};
-
-inline size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
-
-inline WorkLayout work_layout(const l3::BatchPlan& plan) {
-  WorkLayout w;
-  w.tasks = 0;
-  w.patch_first = align16(w.tasks + plan.tasks.size() * sizeof(l3::PatchTask));
-  w.images = align16(w.patch_first + plan.patch_first_task.size() * sizeof(uint64_t));
-  w.bytes = align16(w.images + plan.images.size() * sizeof(l3::BatchImage));
-  return w;
-}
-
-/// Copies the plan's arrays into `dst` (host memory, usually a pinned staging buffer) as
-/// work_layout() places them.
-void pack_work(const l3::BatchPlan& plan, uint8_t* dst);
-
-/// Bytes of dynamic shared memory the kernel needs for `plan` (the group offsets of every
-/// channel of the largest patch).
-size_t shared_bytes(const l3::BatchPlan& plan);
 
 /// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the
 /// timings' kernel span leaves the memsets out), then the decode kernel(s) over every listed patch.
@@ -44,7 +19,8 @@ size_t shared_bytes(const l3::BatchPlan& plan);
 /// uint32_t. Throws Error(internal) for an inconsistent plan and Error(device_failure) when a
 /// launch fails. No kernel is queued for an empty plan.
 void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* work, uint8_t* out,
-                   uint8_t* status, uint32_t* failed, cudaStream_t stream, cudaEvent_t kernel_start);
+                   uint8_t* status, uint32_t* failed, cudaStream_t stream,
+                   cudaEvent_t kernel_start);
 
 /// After a batch whose failure flag was set: copies the statuses back on `stream` (synchronous)
 /// and throws Error(corrupt_data) for the first failing task in plan order.

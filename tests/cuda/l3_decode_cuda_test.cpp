@@ -16,6 +16,8 @@
 // --device cpu runs the whole suite with the CPU backend in the place of the CUDA one: it checks
 // the test itself and the CPU backend's device-resident and pipeline paths where there is no GPU
 // (registered as a unit test).
+// --device emulated runs the suite, less the pipeline, with the CUDA kernel's own source emulated
+// on the CPU (l3_decode_emulated.hpp): the kernel's logic where there is no GPU.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -30,13 +32,14 @@
 #include <string>
 #include <vector>
 
-#include "expect.hpp"
 #include "core/error.hpp"
+#include "expect.hpp"
 #include "l3/batch_decode.hpp"
 #include "l3/batch_output.hpp"
 #include "l3/format.hpp"
 #include "l3/kernels.hpp"
 #include "l3/l3.hpp"
+#include "l3_decode_emulated.hpp"
 #include "test_images.hpp"
 
 namespace dlprep::l3 {
@@ -45,8 +48,8 @@ namespace {
 using testing::Content;
 using testing::get_u32;
 using testing::make_image;
-using testing::width_ladder;
 using testing::put_u32;
+using testing::width_ladder;
 
 using ::dlprep::testing::failures;
 /// --quick (for compute-sanitizer runs): patch sizes up to 64 and no FHD image.
@@ -514,10 +517,11 @@ int main(int argc, char** argv) {
     if (arg == "--quick") {
       l3::quick = true;
     } else if (arg == "--device" && i + 1 < argc &&
-               (std::string(argv[i + 1]) == "cuda" || std::string(argv[i + 1]) == "cpu")) {
+               (std::string(argv[i + 1]) == "cuda" || std::string(argv[i + 1]) == "cpu" ||
+                std::string(argv[i + 1]) == "emulated")) {
       device = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: l3_decode_cuda_test [--quick] [--device cuda|cpu]\n");
+      std::fprintf(stderr, "usage: l3_decode_cuda_test [--quick] [--device cuda|cpu|emulated]\n");
       return 2;
     }
   }
@@ -526,6 +530,8 @@ int main(int argc, char** argv) {
   try {
     if (device == "cpu") {
       decoder = l3::make_batch_decoder_cpu(3);
+    } else if (device == "emulated") {
+      decoder = l3::make_batch_decoder_emulated();
     } else {
       const std::string reason = l3::cuda_unavailable_reason();
       if (!reason.empty()) {
@@ -541,7 +547,10 @@ int main(int argc, char** argv) {
     }
     std::printf("l3 decode test on %s\n", decoder->device_description().c_str());
     l3::run_suite(*decoder);
-    l3::run_pipeline_suite(*decoder);
+    if (device == "emulated")
+      std::printf("pipeline suite left out: it runs CUDA streams, which are not emulated\n");
+    else
+      l3::run_pipeline_suite(*decoder);
     l3::check_crop_skips_damage(*decoder);
   } catch (const Error& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());

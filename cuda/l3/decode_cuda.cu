@@ -1,18 +1,15 @@
 // The CUDA backend of the batched L3 decoder (issue 4), mirroring lib/l3/batch_decode_cpu.cpp and
-// bit-identical to it: the launcher of the decode kernel (decode_kernel.cuh, where the algorithm
-// is described) and L3BatchDecoder, which uploads a batch, decodes it on one stream and reports
-// the first damaged patch.
+// bit-identical to it: the kernel's host side (statuses, arguments, timing event; the launch itself
+// is in decode_launch.cu and the algorithm in decode_kernel.cuh) and L3BatchDecoder, which uploads
+// a batch, decodes it on one stream and reports the first damaged patch.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <climits>
 #include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
 #include "l3/batch_plan.hpp"
 #include "l3/decode_cuda.hpp"
-#include "l3/decode_kernel.cuh"
 #include "l3/decode_kernel.hpp"
 
 namespace dlprep::cuda {
@@ -30,15 +27,7 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
   DLPREP_CUDA_CHECK(cudaMemsetAsync(status, 0, plan.tasks.size(), stream));
   const DecodeArgs args = decode_args(plan, in, work, out, status, failed);
   DLPREP_CUDA_CHECK(cudaEventRecord(kernel_start, stream));
-  // One block per patch, in launches of at most INT_MAX blocks.
-  for (size_t b = 0; b < shape.blocks; b += INT_MAX) {
-    const size_t count = std::min(shape.blocks - b, size_t{INT_MAX});
-    DecodeArgs part = args;
-    part.patch_first = args.patch_first + b;
-    decode_patches_kernel<<<static_cast<unsigned>(count), shape.threads, shape.shared, stream>>>(
-        part);
-    DLPREP_CUDA_CHECK(cudaGetLastError());
-  }
+  launch_decode_kernel(shape, args, stream);
 }
 
 void throw_first_failure(const l3::BatchPlan& plan, const uint8_t* device_status,

@@ -37,9 +37,9 @@
 //    them all once already;
 //  - pack a pixel's channels into one 16- or 32-bit store for nhwc-u8.
 //
-// Device code only, with no CUDA runtime call: nvcc compiles it in decode_cuda.cu, and the kernel
-// emulation test (tests/cuda/l3_decode_emulated.cpp) compiles the same source for the CPU, where
-// tests/cuda/emulation/cuda_emulation.hpp supplies the built-ins. Include it in one file per
+// Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
+// emulated GPU of the tests (tests/cuda/emulation/decode_launch_emulated.cpp) compiles the same
+// source for the CPU, where cuda_emulation.hpp supplies the built-ins. Include it in one file per
 // program: the kernel has internal linkage.
 #pragma once
 

@@ -22,6 +22,11 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
                    uint8_t* status, uint32_t* failed, cudaStream_t stream,
                    cudaEvent_t kernel_start);
 
+/// Queues the kernel on `stream`, one block per listed patch, in launches of at most INT_MAX
+/// blocks. Defined in decode_launch.cu, the only file with a <<<>>> launch (the CPU emulation of
+/// tests/cuda/emulation/ defines it too, so that this file and the others compile as C++ there).
+void launch_decode_kernel(const LaunchShape& shape, const DecodeArgs& args, cudaStream_t stream);
+
 /// After a batch whose failure flag was set: copies the statuses back on `stream` (synchronous)
 /// and throws Error(corrupt_data) for the first failing task in plan order.
 [[noreturn]] void throw_first_failure(const l3::BatchPlan& plan, const uint8_t* device_status,

@@ -1,6 +1,7 @@
-// Internal to cuda/l3: what the host hands the decode kernel, with no CUDA type, so that the
-// CUDA backend (decode_cuda.cu, pipeline_cuda.cu) and the kernel's CPU emulation test
-// (tests/cuda/l3_decode_emulated.cpp) build the same arguments from a plan.
+// Internal to cuda/l3: what the host hands the decode kernel (the packed work list, the
+// arguments, the launch shape), with no CUDA type, so that the device code (decode_kernel.cuh),
+// its launch (decode_launch.cu, or the CPU emulation's in tests/cuda/emulation/) and the host
+// side (decode_cuda.cu, pipeline_cuda.cu) share one definition.
 #pragma once
 
 #include <cstddef>

@@ -16,8 +16,9 @@
 // --device cpu runs the whole suite with the CPU backend in the place of the CUDA one: it checks
 // the test itself and the CPU backend's device-resident and pipeline paths where there is no GPU
 // (registered as a unit test).
-// --device emulated runs the suite, less the pipeline, with the CUDA kernel's own source emulated
-// on the CPU (l3_decode_emulated.hpp): the kernel's logic where there is no GPU.
+// Built a second time as l3_decode_emulated_cuda_test, with the CUDA backend compiled for the CPU
+// emulation of tests/cuda/emulation/ (runtime and device): the whole suite then runs the
+// kernel's own source and the backend's host code where there is no GPU (a unit test).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -39,7 +40,6 @@
 #include "l3/format.hpp"
 #include "l3/kernels.hpp"
 #include "l3/l3.hpp"
-#include "l3_decode_emulated.hpp"
 #include "test_images.hpp"
 
 namespace dlprep::l3 {
@@ -517,11 +517,10 @@ int main(int argc, char** argv) {
     if (arg == "--quick") {
       l3::quick = true;
     } else if (arg == "--device" && i + 1 < argc &&
-               (std::string(argv[i + 1]) == "cuda" || std::string(argv[i + 1]) == "cpu" ||
-                std::string(argv[i + 1]) == "emulated")) {
+               (std::string(argv[i + 1]) == "cuda" || std::string(argv[i + 1]) == "cpu")) {
       device = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: l3_decode_cuda_test [--quick] [--device cuda|cpu|emulated]\n");
+      std::fprintf(stderr, "usage: l3_decode_cuda_test [--quick] [--device cuda|cpu]\n");
       return 2;
     }
   }
@@ -530,8 +529,6 @@ int main(int argc, char** argv) {
   try {
     if (device == "cpu") {
       decoder = l3::make_batch_decoder_cpu(3);
-    } else if (device == "emulated") {
-      decoder = l3::make_batch_decoder_emulated();
     } else {
       const std::string reason = l3::cuda_unavailable_reason();
       if (!reason.empty()) {
@@ -547,10 +544,7 @@ int main(int argc, char** argv) {
     }
     std::printf("l3 decode test on %s\n", decoder->device_description().c_str());
     l3::run_suite(*decoder);
-    if (device == "emulated")
-      std::printf("pipeline suite left out: it runs CUDA streams, which are not emulated\n");
-    else
-      l3::run_pipeline_suite(*decoder);
+    l3::run_pipeline_suite(*decoder);
     l3::check_crop_skips_damage(*decoder);
   } catch (const Error& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());

@@ -15,11 +15,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#define DLPREP_EMU_ASAN 1
-#endif
+#include "asan.hpp"
 
 namespace emu {
 namespace {
@@ -178,7 +174,7 @@ void start_fiber(Fiber& f) {
   f.released_ok = true;
   f.fake_stack = nullptr;
 #if defined(DLPREP_EMU_ASAN)
-  ASAN_UNPOISON_MEMORY_REGION(f.stack, kStackBytes);  // frames the last block left behind
+  DLPREP_EMU_UNPOISON(f.stack, kStackBytes);  // frames the last block left behind
 #endif
   getcontext(&f.context);
   f.context.uc_stack.ss_sp = f.stack;

@@ -4,16 +4,72 @@
 // a batch, decodes it on one stream and reports the first damaged patch.
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
+#include "core/error.hpp"
 #include "l3/batch_plan.hpp"
 #include "l3/decode_cuda.hpp"
 #include "l3/decode_kernel.hpp"
+#include "l3/format.hpp"
 
 namespace dlprep::cuda {
 namespace l3_detail {
+namespace {
+
+/// The arguments for `plan`, with `work` the packed work list (work_layout()) in the memory the
+/// kernel reads.
+DecodeArgs decode_args(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* work,
+                       uint8_t* out, uint8_t* status, uint32_t* failed) {
+  const WorkLayout layout = work_layout(plan);
+  DecodeArgs args{};
+  args.in = in;
+  args.tasks = reinterpret_cast<const l3::PatchTask*>(work + layout.tasks);
+  args.patch_first = reinterpret_cast<const uint64_t*>(work + layout.patch_first);
+  args.images = reinterpret_cast<const l3::BatchImage*>(work + layout.images);
+  args.out = out;
+  args.status = status;
+  args.failed = failed;
+  for (int c = 0; c < 4; ++c) {
+    args.mean[c] = plan.mean[c];
+    args.scale[c] = plan.scale[c];
+  }
+  args.max_groups = plan.max_groups;
+  args.layout = plan.layout;
+  return args;
+}
+
+/// The launch for a non-empty plan; throws Error(internal) for a plan the kernel cannot take.
+LaunchShape launch_shape(const l3::BatchPlan& plan) {
+  LaunchShape s;
+  s.blocks = plan.patch_first_task.size();
+  if (plan.max_patch_width == 0 || plan.max_patch_width > l3::kMaxPatch || s.blocks == 0 ||
+      plan.max_channels == 0 || plan.max_channels > 4 ||
+      plan.max_groups > (l3::kMaxPatch / l3::kGroupPixels) * l3::kMaxPatch)
+    throw Error(Errc::internal, "l3 cuda decode: inconsistent plan (patch width " +
+                                    std::to_string(plan.max_patch_width) + ", " +
+                                    std::to_string(s.blocks) + " patches)");
+  s.threads = (plan.max_patch_width + 31u) / 32u * 32u;
+  // At most 4 x 4096 x 2 = 32 KiB, under the 48 KiB every device allows without opting in.
+  s.shared = (size_t{plan.max_channels} * plan.max_groups * sizeof(uint16_t) + 3) & ~size_t{3};
+  return s;
+}
+
+}  // namespace
+
+void pack_work(const l3::BatchPlan& plan, uint8_t* dst) {
+  const WorkLayout w = work_layout(plan);
+  if (!plan.tasks.empty())
+    std::memcpy(dst + w.tasks, plan.tasks.data(), plan.tasks.size() * sizeof(l3::PatchTask));
+  if (!plan.patch_first_task.empty())
+    std::memcpy(dst + w.patch_first, plan.patch_first_task.data(),
+                plan.patch_first_task.size() * sizeof(uint64_t));
+  if (!plan.images.empty())
+    std::memcpy(dst + w.images, plan.images.data(), plan.images.size() * sizeof(l3::BatchImage));
+}
 
 void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* work, uint8_t* out,
                    uint8_t* status, uint32_t* failed, cudaStream_t stream,
@@ -36,7 +92,10 @@ void throw_first_failure(const l3::BatchPlan& plan, const uint8_t* device_status
   DLPREP_CUDA_CHECK(cudaMemcpyAsync(statuses.data(), device_status, statuses.size(),
                                     cudaMemcpyDeviceToHost, stream));
   DLPREP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  throw_failed_patch(plan, statuses.data());
+  const size_t bad = l3::first_failed_task(statuses.data(), statuses.size());
+  if (bad == statuses.size())  // the flag was set but no status: a kernel bug
+    throw Error(Errc::internal, "l3 cuda decode: failure flag set without a failing patch");
+  throw Error(Errc::corrupt_data, l3::patch_failure_message(plan.tasks[bad], statuses[bad]));
 }
 
 }  // namespace l3_detail

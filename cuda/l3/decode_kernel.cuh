@@ -3,7 +3,7 @@
 // layouts: man/dlprep-l3.1, "BATCH TENSORS".
 //
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
-// windows and built the work list (decode_work.hpp). decode_patches_kernel runs one thread block
+// windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
 // per listed patch (all its channels) and one thread per pixel column of the patch (blockDim =
 // widest patch of the batch rounded up to a warp). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
@@ -47,7 +47,7 @@
 
 #include "l3/batch_output.hpp"
 #include "l3/batch_plan.hpp"
-#include "l3/decode_work.hpp"
+#include "l3/decode_kernel.hpp"
 #include "l3/format.hpp"
 
 // The group-offset arrays, sized per launch; the emulation defines its own.

@@ -1,6 +1,7 @@
-// Internal to cuda/l3: the decode kernel's launcher, shared by the decoder (decode_cuda.cu) and
-// the pipeline (pipeline_cuda.cu). Has CUDA types; the work list they upload is in
-// decode_work.hpp.
+// Internal to cuda/l3: the work list the host uploads, the kernel's arguments and its launch,
+// shared by the decoder (decode_cuda.cu), the pipeline (pipeline_cuda.cu), the kernel
+// (decode_kernel.cuh) and its launch (decode_launch.cu, or the CPU emulation's in
+// tests/cuda/emulation/).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,9 +10,53 @@
 #include <cstdint>
 
 #include "l3/batch_plan.hpp"
-#include "l3/decode_work.hpp"
 
 namespace dlprep::cuda::l3_detail {
+
+/// Where the parts of a packed work list lie (bytes from its start), each 16-byte aligned.
+struct WorkLayout {
+  size_t tasks = 0;        ///< l3::PatchTask[plan.tasks.size()]
+  size_t patch_first = 0;  ///< uint64_t[plan.patch_first_task.size()]
+  size_t images = 0;       ///< l3::BatchImage[plan.images.size()]
+  size_t bytes = 0;        ///< total
+};
+
+inline size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+inline WorkLayout work_layout(const l3::BatchPlan& plan) {
+  WorkLayout w;
+  w.tasks = 0;
+  w.patch_first = align16(w.tasks + plan.tasks.size() * sizeof(l3::PatchTask));
+  w.images = align16(w.patch_first + plan.patch_first_task.size() * sizeof(uint64_t));
+  w.bytes = align16(w.images + plan.images.size() * sizeof(l3::BatchImage));
+  return w;
+}
+
+/// Copies the plan's arrays into `dst` (host memory, usually a pinned staging buffer) as
+/// work_layout() places them.
+void pack_work(const l3::BatchPlan& plan, uint8_t* dst);
+
+/// The kernel's arguments, by value.
+struct DecodeArgs {
+  const uint8_t* in;             // the batch input (files back to back)
+  const l3::PatchTask* tasks;    // plan.tasks
+  const uint64_t* patch_first;   // plan.patch_first_task (offset to this launch's first)
+  const l3::BatchImage* images;  // plan.images
+  uint8_t* out;                  // the tensor
+  uint8_t* status;               // a byte per task
+  uint32_t* failed;              // set when any task fails
+  float mean[4];
+  float scale[4];
+  uint32_t max_groups;  // stride of the per-channel group-offset arrays
+  l3::OutputLayout layout;
+};
+
+/// How the kernel is launched for a plan: one block per listed patch.
+struct LaunchShape {
+  size_t blocks = 0;
+  unsigned threads = 0;  ///< the widest patch rounded up to a warp
+  size_t shared = 0;     ///< dynamic shared bytes: the group offsets of every channel
+};
 
 /// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the
 /// timings' kernel span leaves the memsets out), then the decode kernel(s) over every listed patch.

@@ -38,9 +38,9 @@
 //  - pack a pixel's channels into one 16- or 32-bit store for nhwc-u8.
 //
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
-// emulated GPU of the tests (tests/cuda/emulation/decode_launch_emulated.cpp) compiles the same
-// source for the CPU, where cuda_emulation.hpp supplies the built-ins. Include it in one file per
-// program: the kernel has internal linkage.
+// emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
+// cuda_emulation.hpp supplies the built-ins. Include it in one file per program: the kernel has
+// internal linkage.
 #pragma once
 
 #include <cstdint>

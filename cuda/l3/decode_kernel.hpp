@@ -1,7 +1,6 @@
 // Internal to cuda/l3: the work list the host uploads, the kernel's arguments and its launch,
 // shared by the decoder (decode_cuda.cu), the pipeline (pipeline_cuda.cu), the kernel
-// (decode_kernel.cuh) and its launch (decode_launch.cu, or the CPU emulation's in
-// tests/cuda/emulation/).
+// (decode_kernel.cuh) and its launch (decode_launch.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -68,8 +67,7 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
                    cudaEvent_t kernel_start);
 
 /// Queues the kernel on `stream`, one block per listed patch, in launches of at most INT_MAX
-/// blocks. Defined in decode_launch.cu, the only file with a <<<>>> launch (the CPU emulation of
-/// tests/cuda/emulation/ defines it too, so that this file and the others compile as C++ there).
+/// blocks. Defined in decode_launch.cu.
 void launch_decode_kernel(const LaunchShape& shape, const DecodeArgs& args, cudaStream_t stream);
 
 /// After a batch whose failure flag was set: copies the statuses back on `stream` (synchronous)

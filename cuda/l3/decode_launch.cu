@@ -1,5 +1,4 @@
-// The launch of the L3 decode kernel (decode_kernel.hpp): kept apart so that everything else of
-// the backend has no <<<>>> and compiles as C++ against the CPU emulation (tests/cuda/emulation/).
+// The launch of the L3 decode kernel (decode_kernel.hpp), in launches of at most INT_MAX blocks.
 #include <cuda_runtime.h>
 
 #include <algorithm>

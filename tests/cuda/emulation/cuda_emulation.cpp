@@ -1,6 +1,10 @@
 // The CPU emulation of the CUDA execution model (cuda_emulation.hpp): every CUDA thread of a
-// block is a fiber (ucontext) on the calling thread; a scheduler runs each runnable fiber until it
-// waits at a barrier or returns, then releases the barriers that all their members reached.
+// block is a fiber on the calling thread; a scheduler runs each runnable fiber until it waits at
+// a barrier or returns, then releases the barriers that all their members reached.
+//
+// A fiber gets a stack (a runner: a ucontext) only when it starts, and a runner whose thread
+// returns goes straight on with the next thread that has not started, without a switch: a kernel
+// without barriers costs a function call per thread, one with them a stack per thread that waits.
 #include "cuda_emulation.hpp"
 
 #include <pthread.h>
@@ -25,13 +29,28 @@ constexpr uint8_t kSharedGarbage = 0xA5;
 constexpr size_t kStackBytes = size_t{256} << 10;  // room for ASan's larger frames
 
 enum class State { runnable, at_block_barrier, at_warp_barrier, done };
+enum class WarpOp : uint8_t { shuffle, ballot, match_any };
 
-struct Fiber {
+struct Fiber;
+
+// A stack and a context that run threads one after another (runner_main).
+struct Runner {
   ucontext_t context;
   void* stack = nullptr;
+  void* fake_stack = nullptr;  // ASan's, while it is switched out
+  Fiber* fiber = nullptr;      // the thread it runs; null: idle (or, when resumed, told to end)
+};
+
+struct Fiber {
+  Runner* runner = nullptr;  // null until it starts
   State state = State::runnable;
+  // At a warp built-in: which, its mask (lanes of the warp), what the thread gives (and, for a
+  // shuffle, the lane it reads) and, once it opens, what it returns.
+  WarpOp op = WarpOp::shuffle;
+  unsigned mask = 0;
+  uint64_t value = 0, result = 0;
+  int src_lane = 0;
   bool released_ok = true;  // whether the barrier it waited at was complete
-  void* fake_stack = nullptr;
   unsigned linear = 0;
   dim3 thread_idx;
 };
@@ -55,16 +74,19 @@ class StackPool {
 
 struct Launch {
   dim3 grid, block;
-  unsigned threads = 0, warps = 0;
+  unsigned threads = 0;
   uint64_t blocks = 0, block_linear = 0;
   dim3 block_idx;
   std::unique_ptr<uint8_t[]> shared;  // exactly the bytes asked for, so that ASan bounds it
   size_t shared_bytes = 0;
   std::vector<Fiber> fibers;
-  unsigned cursor = 0;   // the scheduler's pass: position of the next fiber to look at
-  bool reverse = false;  // the order of the threads: descending
-  bool greedy = false;   // each pick starts from the first thread: a warp runs on while it can
-  std::vector<uint64_t> slots;  // a shuffle value per thread
+  std::vector<std::unique_ptr<Runner>> runners;
+  std::vector<Runner*> idle;
+  unsigned cursor = 0;            // the scheduler's pass: position of the next fiber to look at
+  unsigned first_live = 0;        // position of the first fiber that has not returned
+  unsigned at_warp_barriers = 0;  // fibers waiting at warp built-ins
+  bool reverse = false;           // the order of the threads: descending
+  bool greedy = false;  // each pick starts from the first thread: a warp runs on while it can
   const std::function<void()>* kernel = nullptr;
   ucontext_t scheduler;
   void* scheduler_fake = nullptr;  // ASan's fake stack of the scheduler while a fiber runs
@@ -85,26 +107,66 @@ Fiber* current_fiber = nullptr;
 std::mutex launch_mutex;
 StackPool stack_pool;
 
-// Switches from `from` (a fiber, or the scheduler when null) to `to` (likewise).
-void switch_to(Launch& l, Fiber* from, Fiber* to) {
+void runner_main();
+
+// Switches from `from` (a runner, or the scheduler when null) to `to` (likewise); `leaving`: for
+// good (ASan then drops the runner's fake stack).
+void switch_to(Launch& l, Runner* from, Runner* to, bool leaving = false) {
   ucontext_t* const from_context = from ? &from->context : &l.scheduler;
   ucontext_t* const to_context = to ? &to->context : &l.scheduler;
 #if defined(DLPREP_EMU_ASAN)
-  const bool leaving = from && from->state == State::done;  // for good: its fake stack goes
   __sanitizer_start_switch_fiber(leaving ? nullptr : (from ? &from->fake_stack : &l.scheduler_fake),
                                  to ? to->stack : l.scheduler_stack,
                                  to ? kStackBytes : l.scheduler_stack_size);
+#else
+  (void)leaving;
 #endif
-  current_fiber = to;
   swapcontext(from_context, to_context);
 #if defined(DLPREP_EMU_ASAN)
   __sanitizer_finish_switch_fiber(from ? from->fake_stack : l.scheduler_fake, nullptr, nullptr);
 #endif
 }
 
+// A runner for a thread that starts: an idle one, or a new one.
+Runner* take_runner(Launch& l) {
+  if (!l.idle.empty()) {
+    Runner* r = l.idle.back();
+    l.idle.pop_back();
+    return r;
+  }
+  auto r = std::make_unique<Runner>();
+  r->stack = stack_pool.get(l.runners.size());
+  DLPREP_EMU_UNPOISON(r->stack, kStackBytes);  // frames an earlier launch left behind
+  getcontext(&r->context);
+  r->context.uc_stack.ss_sp = r->stack;
+  r->context.uc_stack.ss_size = kStackBytes;
+  r->context.uc_link = nullptr;
+  makecontext(&r->context, runner_main, 0);
+  l.runners.push_back(std::move(r));
+  return l.runners.back().get();
+}
+
+// Hands the host thread from `from` (a runner, or the scheduler when null) to fiber `next` (the
+// scheduler when null), starting it on a runner if it has not started.
+void resume(Launch& l, Runner* from, Fiber* next) {
+  Runner* to = nullptr;
+  if (next != nullptr) {
+    if (next->runner == nullptr) {
+      next->runner = take_runner(l);
+      next->runner->fiber = next;
+    }
+    to = next->runner;
+  }
+  current_fiber = next;
+  if (to != from) switch_to(l, from, to);
+}
+
 // The next fiber to run in the block's order, or null when the pass is over.
 Fiber* next_runnable(Launch& l) {
-  if (l.greedy) l.cursor = 0;
+  while (l.first_live < l.threads &&
+         l.fibers[l.reverse ? l.threads - 1 - l.first_live : l.first_live].state == State::done)
+    ++l.first_live;
+  if (l.greedy || l.cursor < l.first_live) l.cursor = l.first_live;
   while (l.cursor < l.threads) {
     const unsigned i = l.cursor++;
     Fiber& f = l.fibers[l.reverse ? l.threads - 1 - i : i];
@@ -133,11 +195,66 @@ bool release_group(Launch& l, unsigned first, unsigned count, State state, const
   return true;
 }
 
-// A warp's exchange opens as soon as its last lane arrives (or returns), as on the GPU, where
-// a warp goes on without waiting for the rest of the block.
-void release_warp_of(Launch& l, const Fiber& f) {
-  const unsigned warp = f.linear / kWarp;
-  release_group(l, warp * kWarp, l.lanes_of(warp), State::at_warp_barrier, "a shuffle");
+// A warp built-in opens as soon as the last lane of its mask arrives, as on the GPU, where the
+// other lanes of the warp (and the rest of the block) go their own way meanwhile. Opens the one
+// of the lanes of `mask` in the warp at `base` if they have all reached it; reports lanes of the
+// mask that have returned, or that wait with another mask or at another built-in.
+void try_open(Launch& l, unsigned base, unsigned mask, WarpOp op) {
+  const unsigned lanes = l.lanes_of(base / kWarp);
+  bool returned = false, mismatched = false;
+  for (unsigned k = 0; k < lanes; ++k) {
+    if ((mask >> k & 1u) == 0) continue;
+    const Fiber& other = l.fibers[base + k];
+    if (other.state == State::done)
+      returned = true;
+    else if (other.state != State::at_warp_barrier)
+      return;
+    else if (other.mask != mask || other.op != op)
+      mismatched = true;
+  }
+  if (returned) l.fail("a warp built-in while lanes of its mask had returned");
+  if (mismatched) l.fail("lanes of one mask at different warp built-ins, or with different masks");
+  unsigned ballot = 0;
+  for (unsigned k = 0; k < lanes; ++k)
+    if ((mask >> k & 1u) != 0 && l.fibers[base + k].value != 0) ballot |= 1u << k;
+  for (unsigned k = 0; k < lanes; ++k) {
+    Fiber& other = l.fibers[base + k];
+    if ((mask >> k & 1u) == 0 || other.state != State::at_warp_barrier) continue;
+    switch (op) {
+      case WarpOp::shuffle: {
+        const int src = other.src_lane;
+        other.result = other.value;  // a lane outside the warp: the caller's own
+        if (src < 0 || static_cast<unsigned>(src) >= lanes) break;
+        if ((mask >> src & 1u) == 0)
+          l.fail("shuffle read lane " + std::to_string(src) + ", outside its mask");
+        other.result = l.fibers[base + static_cast<unsigned>(src)].value;
+        break;
+      }
+      case WarpOp::ballot:
+        other.result = ballot;
+        break;
+      case WarpOp::match_any:
+        other.result = 0;
+        for (unsigned m = 0; m < lanes; ++m)
+          if ((mask >> m & 1u) != 0 && l.fibers[base + m].value == other.value)
+            other.result |= 1u << m;
+        break;
+    }
+    other.state = State::runnable;
+    other.released_ok = !returned && !mismatched;
+    --l.at_warp_barriers;
+  }
+}
+
+// A lane that returns may leave lanes of its warp waiting for it in vain: that is reported.
+void lane_returned(Launch& l, const Fiber& f) {
+  if (l.at_warp_barriers == 0) return;
+  const unsigned base = f.linear / kWarp * kWarp, lanes = l.lanes_of(f.linear / kWarp);
+  for (unsigned k = 0; k < lanes; ++k) {
+    const Fiber& waiting = l.fibers[base + k];
+    if (waiting.state == State::at_warp_barrier && (waiting.mask >> (f.linear % kWarp) & 1u) != 0)
+      try_open(l, base, waiting.mask, waiting.op);
+  }
 }
 
 // Waits (as the current fiber) until the scheduler releases `state`'s barrier; false when it
@@ -146,41 +263,44 @@ bool wait_at(State state) {
   Launch& l = *current_launch;
   Fiber* const self = current_fiber;
   self->state = state;
-  if (state == State::at_warp_barrier) release_warp_of(l, *self);
-  Fiber* const next = next_runnable(l);
-  if (next != self) switch_to(l, self, next);  // self: its warp opened and it runs on
+  if (state == State::at_warp_barrier) {
+    ++l.at_warp_barriers;
+    try_open(l, self->linear / kWarp * kWarp, self->mask, self->op);
+  }
+  // Self when its warp opened at once and it runs on; else back here once it is resumed.
+  resume(l, self->runner, next_runnable(l));
   return self->released_ok;
 }
 
-void fiber_main() {
+// Runs threads until it is told to end: each to its return, then the next in the block's order
+// if it has not started (on this stack), else the runner goes idle and hands over.
+void runner_main() {
   Launch& l = *current_launch;
-  Fiber* const self = current_fiber;
+  Runner* const self = current_fiber->runner;
 #if defined(DLPREP_EMU_ASAN)
   __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
 #endif
-  try {
-    (*l.kernel)();
-  } catch (const std::exception& e) {
-    l.fail("thread " + std::to_string(self->linear) + " threw: " + e.what());
+  while (Fiber* const f = self->fiber) {
+    try {
+      (*l.kernel)();
+    } catch (const std::exception& e) {
+      l.fail("thread " + std::to_string(f->linear) + " threw: " + e.what());
+    }
+    f->state = State::done;
+    lane_returned(l, *f);
+    Fiber* const next = next_runnable(l);
+    if (next != nullptr && next->runner == nullptr) {
+      next->runner = self;
+      self->fiber = next;
+      current_fiber = next;
+      continue;
+    }
+    self->fiber = nullptr;
+    l.idle.push_back(self);
+    resume(l, self, next);  // back here when given a thread, or told to end
   }
-  self->state = State::done;
-  release_warp_of(l, *self);
-  switch_to(l, self, next_runnable(l));  // never comes back: the next block makes a new context
-  std::abort();
-}
-
-void start_fiber(Fiber& f) {
-  f.state = State::runnable;
-  f.released_ok = true;
-  f.fake_stack = nullptr;
-#if defined(DLPREP_EMU_ASAN)
-  DLPREP_EMU_UNPOISON(f.stack, kStackBytes);  // frames the last block left behind
-#endif
-  getcontext(&f.context);
-  f.context.uc_stack.ss_sp = f.stack;
-  f.context.uc_stack.ss_size = kStackBytes;
-  f.context.uc_link = nullptr;
-  makecontext(&f.context, fiber_main, 0);
+  switch_to(l, self, nullptr, true);
+  std::abort();  // never resumed again
 }
 
 void run_block(Launch& l, uint64_t linear) {
@@ -189,7 +309,12 @@ void run_block(Launch& l, uint64_t linear) {
   l.block_idx.y = static_cast<unsigned>(linear / l.grid.x % l.grid.y);
   l.block_idx.z = static_cast<unsigned>(linear / l.grid.x / l.grid.y);
   if (l.shared_bytes != 0) std::memset(l.shared.get(), kSharedGarbage, l.shared_bytes);
-  for (Fiber& f : l.fibers) start_fiber(f);
+  for (Fiber& f : l.fibers) {
+    f.runner = nullptr;
+    f.state = State::runnable;
+    f.released_ok = true;
+  }
+  l.first_live = 0;
   // The order of the threads changes from block to block, so that a missing barrier shows up as
   // a thread reading what another has not written yet (or has overwritten), whichever comes
   // first: ascending, descending, and the same with each warp running on as far as it can
@@ -199,7 +324,7 @@ void run_block(Launch& l, uint64_t linear) {
   for (;;) {
     // A pass: each runnable fiber runs until it waits or returns, then hands on to the next.
     l.cursor = 0;
-    if (Fiber* const first = next_runnable(l)) switch_to(l, nullptr, first);
+    if (Fiber* const first = next_runnable(l)) resume(l, nullptr, first);
     bool all_done = true, any_runnable = false;
     for (const Fiber& f : l.fibers) {
       all_done = all_done && f.state == State::done;
@@ -215,6 +340,17 @@ void run_block(Launch& l, uint64_t linear) {
         f.state = State::runnable;
         f.released_ok = false;
       }
+    l.at_warp_barriers = 0;
+  }
+}
+
+// Tells every runner (all idle once the blocks are done) to end, so that none is left switched
+// out mid-function.
+void end_runners(Launch& l) {
+  current_fiber = nullptr;
+  for (const auto& r : l.runners) {
+    r->fiber = nullptr;
+    switch_to(l, nullptr, r.get());
   }
 }
 
@@ -245,28 +381,46 @@ void sync_threads() {
     l.fail("__syncthreads passed while some threads of the block had returned");
 }
 
-uint64_t shuffle(unsigned mask, uint64_t value, int src_lane) {
+namespace {
+
+// Gives the caller's value to the built-in of the lanes of `mask` and waits for it to open (all
+// of them there), which sets what it returns.
+uint64_t warp_builtin(WarpOp op, unsigned mask, uint64_t value, int src_lane) {
   Launch& l = current();
-  const unsigned self = current_fiber->linear;
-  const unsigned warp = self / kWarp, lanes = l.lanes_of(warp);
+  Fiber& self = *current_fiber;
+  const unsigned lane = self.linear % kWarp, lanes = l.lanes_of(self.linear / kWarp);
   const unsigned whole = lanes == kWarp ? 0xFFFFFFFFu : (1u << lanes) - 1u;
-  if (mask != whole) {
-    char text[96];
-    std::snprintf(text, sizeof text, "shuffle mask 0x%08x in a warp of %u lanes", mask, lanes);
+  char text[112];
+  if ((mask & ~whole) != 0) {
+    std::snprintf(text, sizeof text, "warp built-in mask 0x%08x in a warp of %u lanes", mask,
+                  lanes);
     l.fail(text);
   }
-  l.slots[self] = value;
-  wait_at(State::at_warp_barrier);
-  uint64_t result = value;
-  if (src_lane >= 0 && static_cast<unsigned>(src_lane) < lanes) {
-    const unsigned src = warp * kWarp + static_cast<unsigned>(src_lane);
-    if (l.fibers[src].state == State::done)
-      l.fail("shuffle read lane " + std::to_string(src_lane) + ", which had returned");
-    result = l.slots[src];
+  if ((mask >> lane & 1u) == 0) {
+    std::snprintf(text, sizeof text, "warp built-in mask 0x%08x leaves out its own lane %u", mask,
+                  lane);
+    l.fail(text);
   }
-  // Nobody overwrites a slot before every lane has read what it needs.
+  self.op = op;
+  self.mask = (mask & whole) | 1u << lane;
+  self.value = value;
+  self.src_lane = src_lane;
   wait_at(State::at_warp_barrier);
-  return result;
+  return self.result;
+}
+
+}  // namespace
+
+uint64_t shuffle(unsigned mask, uint64_t value, int src_lane) {
+  return warp_builtin(WarpOp::shuffle, mask, value, src_lane);
+}
+
+unsigned ballot(unsigned mask, bool predicate) {
+  return static_cast<unsigned>(warp_builtin(WarpOp::ballot, mask, predicate ? 1 : 0, 0));
+}
+
+unsigned match_any(unsigned mask, uint64_t value) {
+  return static_cast<unsigned>(warp_builtin(WarpOp::match_any, mask, value, 0));
 }
 
 void launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& kernel) {
@@ -280,12 +434,10 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void
   l.grid = grid;
   l.block = block;
   l.threads = threads;
-  l.warps = (threads + kWarp - 1) / kWarp;
   l.blocks = blocks;
   l.shared_bytes = shared_bytes;
   if (shared_bytes != 0) l.shared = std::make_unique<uint8_t[]>(shared_bytes);
   l.kernel = &kernel;
-  l.slots.assign(threads, 0);
   l.fibers.resize(threads);
   for (unsigned t = 0; t < threads; ++t) {
     Fiber& f = l.fibers[t];
@@ -293,7 +445,6 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void
     f.thread_idx.x = t % block.x;
     f.thread_idx.y = t / block.x % block.y;
     f.thread_idx.z = t / block.x / block.y;
-    f.stack = stack_pool.get(t);
   }
 #if defined(DLPREP_EMU_ASAN)
   pthread_attr_t attr;
@@ -306,6 +457,7 @@ void launch(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void
 #endif
   current_launch = &l;
   for (uint64_t b = 0; b < blocks; ++b) run_block(l, b);
+  end_runners(l);
   current_launch = nullptr;
   current_fiber = nullptr;
   if (!l.error.empty()) throw std::logic_error("emu: " + l.error);

@@ -1,19 +1,22 @@
 // Runs a CUDA kernel's own source on the CPU, for tests on machines without a GPU. Include this
-// before a header of device code (one with no CUDA runtime call, such as cuda/l3/decode_kernel.cuh)
-// and call the kernel through emu::launch.
+// before device code; call a kernel through emu::launch, or compile a whole .cu file through
+// emulate_launches.cmake, which turns its <<<>>> launches into kernel_launch.hpp's.
 //
 // The model: blocks run one after another on the calling thread; within a block every CUDA thread
-// is a fiber that runs until it waits at __syncthreads or a shuffle; a warp's shuffle opens when
-// its 32 lanes have reached it, a barrier when the whole block has. The order in which threads
-// run changes from block to block (ascending, descending, and each warp as far as it can go
-// before the next), so that a missing barrier shows up as a wrong result. Memory accesses are
-// checked by the sanitizers the test is built with (ASan knows the fibers' stacks): global memory
-// is the caller's host buffers, __shared__ variables are function statics (one block at a time)
-// and dynamic shared memory is a buffer of exactly the launch's size, filled with garbage before
-// each block. What the GPU leaves undefined is an error here: a barrier that some threads of the
-// block never reach (or reach at a different barrier), a shuffle whose mask is not the whole
-// warp, or one that reads a lane that has returned. The emulation says nothing about speed,
-// memory coalescing, atomics or nvcc's code generation; the GPU test stays the proof for those.
+// is a fiber that runs until it waits at __syncthreads or a warp built-in (shuffle, ballot,
+// match); a warp built-in opens when every lane of its mask has reached it, a barrier when the
+// whole block has. The order in which threads run changes from block to block (ascending,
+// descending, and each warp as far as it can go before the next), so that a missing barrier shows
+// up as a wrong result. Memory accesses are checked by the sanitizers the test is built with (ASan
+// knows the fibers' stacks): global memory is the caller's host buffers, __shared__ variables are
+// function statics (one block at a time) and dynamic shared memory is a buffer of exactly the
+// launch's size, filled with garbage before each block. What the GPU leaves undefined is an error
+// here: a barrier that some threads of the block never reach (or reach at a different barrier), a
+// warp built-in whose mask leaves out the caller or names lanes that have returned, lanes of one
+// mask at different built-ins or with different masks, a shuffle that reads a lane outside its
+// mask. The emulation says nothing about speed, memory coalescing, the interleaving of atomics
+// between running threads (a thread runs alone until it waits, so every read-modify-write is
+// atomic here) or nvcc's code generation; the GPU test stays the proof for those.
 #pragma once
 
 #include <algorithm>
@@ -24,7 +27,8 @@
 #include <type_traits>
 
 struct dim3 {
-  unsigned x = 1, y = 1, z = 1;
+  constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+  unsigned x, y, z;
 };
 
 namespace emu {
@@ -35,9 +39,13 @@ const dim3& block_dim();
 const dim3& grid_dim();
 void* dynamic_shared();
 void sync_threads();
-/// The warp-wide exchange behind every shuffle: returns lane src_lane's value (src_lane outside
-/// the warp: the caller's own).
+/// The warp-wide exchanges behind the warp built-ins, among the lanes of `mask` (which must hold
+/// the caller and no lane past the warp's end). shuffle returns lane src_lane's value (src_lane
+/// outside the warp: the caller's own); ballot, the lanes whose predicate holds; match_any, the
+/// lanes whose value equals the caller's.
 uint64_t shuffle(unsigned mask, uint64_t value, int src_lane);
+unsigned ballot(unsigned mask, bool predicate);
+unsigned match_any(unsigned mask, uint64_t value);
 unsigned lane_id();
 
 /// Runs `kernel` (a call of the kernel with its arguments) on every thread of every block of
@@ -89,6 +97,75 @@ T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   const int lane = static_cast<int>(emu::lane_id());
   const int src = lane + static_cast<int>(delta);
   return emu::shuffle_as(mask, v, src >= (lane & ~(width - 1)) + width ? lane : src);
+}
+
+template <class T>
+T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+  const int lane = static_cast<int>(emu::lane_id());
+  const int src = lane ^ lane_mask;
+  return emu::shuffle_as(mask, v, src >= (lane & ~(width - 1)) + width ? lane : src);
+}
+inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  return emu::ballot(mask, predicate != 0);
+}
+template <class T>
+unsigned __match_any_sync(unsigned mask, T value) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= sizeof(uint64_t));
+  return emu::match_any(mask, static_cast<uint64_t>(value));
+}
+
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+inline float __double2float_rn(double d) { return static_cast<float>(d); }  // the host rounds so
+template <class T>
+T __ldg(const T* p) {
+  return *p;
+}
+
+namespace emu {
+// The types CUDA's atomics take: a call nvcc would reject does not compile here either.
+template <class T>
+inline constexpr bool kAtomicInteger =
+    std::is_same_v<T, int> || std::is_same_v<T, unsigned> || std::is_same_v<T, unsigned long long>;
+
+// A thread runs alone until it waits, so a plain read-modify-write is atomic.
+template <class T, class Update>
+T atomic_update(T* p, Update update) {
+  const T old = *p;
+  *p = update(old);
+  return old;
+}
+}  // namespace emu
+
+template <class T>
+T atomicAdd(T* p, T v) {
+  static_assert(emu::kAtomicInteger<T> || std::is_floating_point_v<T>);
+  return emu::atomic_update(p, [v](T old) { return old + v; });
+}
+template <class T>
+T atomicMin(T* p, T v) {
+  static_assert(emu::kAtomicInteger<T>);
+  return emu::atomic_update(p, [v](T old) { return std::min(old, v); });
+}
+template <class T>
+T atomicMax(T* p, T v) {
+  static_assert(emu::kAtomicInteger<T>);
+  return emu::atomic_update(p, [v](T old) { return std::max(old, v); });
+}
+template <class T>
+T atomicExch(T* p, T v) {
+  static_assert(emu::kAtomicInteger<T>);
+  return emu::atomic_update(p, [v](T) { return v; });
+}
+template <class T>
+T atomicCAS(T* p, T expected, T desired) {
+  static_assert(emu::kAtomicInteger<T>);
+  return emu::atomic_update(p, [=](T old) { return old == expected ? desired : old; });
 }
 
 using std::max;

@@ -108,6 +108,45 @@ __global__ void different_barriers(uint32_t* out) {
   }
 }
 
+// Votes of a warp that has lanes leave first, as a grid-stride loop's last partial group does:
+// the ballot names the lanes that stay, and those match on values among themselves only.
+__global__ void votes(const uint32_t* values, unsigned active_lanes, unsigned* ballots,
+                      unsigned* matches) {
+  const unsigned lane = threadIdx.x & 31u;
+  const bool active = lane < active_lanes;
+  const unsigned mask = __ballot_sync(0xFFFFFFFFu, active);
+  ballots[threadIdx.x] = mask;
+  if (!active) return;
+  matches[threadIdx.x] = __match_any_sync(mask, values[threadIdx.x]);
+}
+
+// Two halves of a warp, each shuffling within itself while the other half goes its own way.
+__global__ void half_warp_shuffles(uint32_t* out) {
+  if (threadIdx.x < 16) {
+    out[threadIdx.x] = __shfl_sync(0x0000FFFFu, threadIdx.x * 10, 3);
+  } else {
+    out[threadIdx.x] = __shfl_xor_sync(0xFFFF0000u, threadIdx.x * 10, 1);
+  }
+}
+
+__global__ void mismatched_builtins(uint32_t* out) {
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __ballot_sync(0xFFFFFFFFu, 1);
+  else
+    out[threadIdx.x] = __match_any_sync(0xFFFFFFFFu, threadIdx.x);
+}
+
+__global__ void vote_after_return(uint32_t* out) {
+  if (threadIdx.x == 31) return;
+  out[threadIdx.x] = __ballot_sync(0xFFFFFFFFu, 1);
+}
+
+__global__ void atomics(unsigned* sum, unsigned* minimum, unsigned long long* slot) {
+  atomicAdd(sum, threadIdx.x);
+  atomicMin(minimum, 1000u - threadIdx.x);
+  atomicCAS(slot, 0ull, static_cast<unsigned long long>(threadIdx.x) + 1);  // the first wins
+}
+
 std::string launch_error(dim3 grid, dim3 block, const std::function<void()>& kernel) {
   try {
     emu::launch(grid, block, 0, kernel);
@@ -218,6 +257,45 @@ TEST_CASE("what the GPU leaves undefined is reported, with the block") {
   CHECK(launch_error(dim3{1}, dim3{32}, [&] {
           different_barriers(out.data());
         }).find("different barriers") != std::string::npos);
+  CHECK(launch_error(dim3{1}, dim3{32}, [&] {
+          mismatched_builtins(out.data());
+        }).find("different warp built-ins") != std::string::npos);
+  CHECK(launch_error(dim3{1}, dim3{32}, [&] {
+          vote_after_return(out.data());
+        }).find("had returned") != std::string::npos);
+}
+
+TEST_CASE("ballot and match among the lanes of a partial mask") {
+  std::vector<uint32_t> values(64);
+  for (unsigned t = 0; t < 64; ++t) values[t] = t % 3;
+  for (unsigned active : {32u, 20u, 1u}) {
+    std::vector<unsigned> ballots(64, 0), matches(64, 0);
+    CHECK(launch_error(dim3{3}, dim3{64}, [&] {
+            votes(values.data(), active, ballots.data(), matches.data());
+          }).empty());
+    const unsigned mask = active == 32 ? 0xFFFFFFFFu : (1u << active) - 1u;
+    for (unsigned t = 0; t < 64; ++t) {
+      CHECK(ballots[t] == mask);
+      const unsigned lane = t % 32;
+      if (lane >= active) continue;
+      unsigned want = 0;
+      for (unsigned k = 0; k < active; ++k)
+        if (values[t - lane + k] == values[t]) want |= 1u << k;
+      CHECK(matches[t] == want);
+    }
+  }
+}
+
+TEST_CASE("halves of a warp shuffle apart, and atomics see every thread") {
+  std::vector<uint32_t> out(32);
+  CHECK(launch_error(dim3{4}, dim3{32}, [&] { half_warp_shuffles(out.data()); }).empty());
+  for (unsigned t = 0; t < 32; ++t) CHECK(out[t] == (t < 16 ? 30u : (t ^ 1u) * 10u));
+  unsigned sum = 0, minimum = ~0u;
+  unsigned long long slot = 0;
+  CHECK(launch_error(dim3{2}, dim3{100}, [&] { atomics(&sum, &minimum, &slot); }).empty());
+  CHECK(sum == 2 * 4950);
+  CHECK(minimum == 901);
+  CHECK(slot == 1);  // block 0 runs first, thread 0 first in it
 }
 
 TEST_CASE("built-ins outside a kernel and impossible launches are errors") {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "asan.hpp"
@@ -20,9 +21,13 @@ struct CUstream_st {
 
 struct CUevent_st {
   CUstream_st* stream = nullptr;  // where it was last recorded
-  bool complete = false;
-  double ms = 0;  // when the device reached it
+  uint64_t recorded = 0;          // records made
+  uint64_t reached = 0;           // records the device has run
+  double ms = 0;                  // when the device reached the last one
+  bool complete() const { return reached == recorded; }
 };
+
+struct CUmemPoolHandle_st {};
 
 namespace {
 
@@ -171,6 +176,8 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidValue";
     case cudaErrorMemoryAllocation:
       return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer:
       return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection:
@@ -233,6 +240,19 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return cudaSuccess;
 }
 
+namespace {
+constexpr size_t kDeviceMemory = size_t{8} << 30;  // what cudaMemGetInfo reports as the total
+}  // namespace
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  size_t used = 0;
+  for (const auto& [start, a] : rt().allocations)
+    if (a.kind == Memory::device) used += a.bytes;
+  *total = kDeviceMemory;
+  *free = used < kDeviceMemory ? kDeviceMemory - used : 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (bytes == 0) return fail(cudaErrorInvalidValue);
   auto* p = new uint8_t[bytes];  // exactly `bytes`: ASan bounds every access
@@ -240,6 +260,11 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (rt().device_depth == 0) DLPREP_EMU_POISON(p, bytes);
   *ptr = p;
   return cudaSuccess;
+}
+
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags) {
+  if ((flags & ~cudaHostAllocPortable) != 0) return fail(cudaErrorInvalidValue);
+  return cudaMallocHost(ptr, bytes);
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
@@ -251,9 +276,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 }
 
 namespace {
-cudaError_t free_allocation(void* ptr, Memory kind) {
-  if (ptr == nullptr) return cudaSuccess;
-  const cudaError_t pending = run_all();  // as CUDA: freeing waits for the device
+cudaError_t release(void* ptr, Memory kind) {
   auto* p = static_cast<uint8_t*>(ptr);
   const auto it = rt().allocations.find(p);
   if (it == rt().allocations.end() || it->second.kind != kind)
@@ -261,12 +284,59 @@ cudaError_t free_allocation(void* ptr, Memory kind) {
   DLPREP_EMU_UNPOISON(p, it->second.bytes);
   rt().allocations.erase(it);
   delete[] p;
-  return pending;
+  return cudaSuccess;
+}
+
+cudaError_t free_allocation(void* ptr, Memory kind) {
+  if (ptr == nullptr) return cudaSuccess;
+  const cudaError_t pending = run_all();  // as CUDA: freeing waits for the device
+  const cudaError_t e = release(ptr, kind);
+  return e != cudaSuccess ? e : pending;
 }
 }  // namespace
 
 cudaError_t cudaFree(void* ptr) { return free_allocation(ptr, Memory::device); }
 cudaError_t cudaFreeHost(void* ptr) { return free_allocation(ptr, Memory::pinned); }
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  if (props->allocType != cudaMemAllocationTypePinned ||
+      props->location.type != cudaMemLocationTypeDevice || props->location.id != 0)
+    return fail(cudaErrorInvalidValue);
+  *pool = new CUmemPoolHandle_st;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  delete pool;  // as CUDA: allocations still out stay valid until they are freed
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  if (pool == nullptr || attr != cudaMemPoolAttrReleaseThreshold || value == nullptr)
+    return fail(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool,
+                                    cudaStream_t stream) {
+  (void)stream;  // the memory exists at once, which stream order allows
+  if (pool == nullptr) return fail(cudaErrorInvalidValue);
+  return cudaMalloc(ptr, bytes);
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (ptr == nullptr) return cudaSuccess;
+  const auto it = rt().allocations.find(static_cast<uint8_t*>(ptr));
+  if (it == rt().allocations.end() || it->second.kind != Memory::device)
+    return fail(cudaErrorInvalidValue);
+  // Freed when the stream gets there: work queued before may still use it, work after may not.
+  resolve(stream)->work.push_back([ptr] { (void)release(ptr, Memory::device); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+  return cudaStreamCreateWithPriority(stream, flags, 0);
+}
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned flags, int priority) {
   if (flags != cudaStreamNonBlocking || priority > 0 || priority < -5)
@@ -287,6 +357,25 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return run(stream); }
+
+namespace {
+// Runs `event`'s stream until it has reached record number `record`.
+cudaError_t run_until_reached(cudaEvent_t event, uint64_t record) {
+  if (event->reached >= record) return cudaSuccess;
+  return run(event->stream, [event, record] { return event->reached >= record; });
+}
+}  // namespace
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
+  if (flags != 0) return fail(cudaErrorInvalidValue);
+  if (event->stream == nullptr || event->complete()) return cudaSuccess;
+  const uint64_t record = event->recorded;
+  resolve(stream)->work.push_back([event, record] {
+    if (run_until_reached(event, record) != cudaSuccess)
+      throw std::logic_error("the work it waits for on another stream failed");
+  });
+  return cudaSuccess;
+}
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   bool host_waits = false;
@@ -330,21 +419,21 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   CUstream_st* s = resolve(stream);
   event->stream = s;
-  event->complete = false;
-  s->work.push_back([event] {
-    event->complete = true;
+  const uint64_t record = ++event->recorded;
+  s->work.push_back([event, record] {
+    event->reached = record;
     event->ms = now_ms();
   });
   return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  if (event->stream == nullptr || event->complete) return cudaSuccess;
-  return run(event->stream, [event] { return event->complete; });
+  if (event->stream == nullptr) return cudaSuccess;
+  return run_until_reached(event, event->recorded);
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  if (!start->complete || !end->complete) return fail(cudaErrorNotReady);
+  if (!start->complete() || !end->complete()) return fail(cudaErrorNotReady);
   *ms = static_cast<float>(end->ms - start->ms);
   return cudaSuccess;
 }
@@ -352,5 +441,16 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 namespace emu {
 void enqueue_kernel(cudaStream_t stream, std::function<void()> work) {
   resolve(stream)->work.push_back(std::move(work));
+}
+
+void refuse_launch(const char* why) {
+  std::fprintf(stderr, "emulated CUDA device: launch refused: %s\n", why);
+  fail(cudaErrorInvalidConfiguration);
+}
+
+void expect_device_range(const void* p, size_t bytes, const char* what) {
+  if (!is_device(p, bytes))
+    throw std::logic_error(std::string(what) + ": " + std::to_string(bytes) +
+                           " bytes that are not in one device allocation");
 }
 }  // namespace emu

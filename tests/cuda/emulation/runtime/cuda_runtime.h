@@ -21,6 +21,7 @@ enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorLaunchFailure = 719,
@@ -41,11 +42,26 @@ enum cudaDeviceAttr {
 };
 
 inline constexpr unsigned cudaStreamNonBlocking = 1;
+inline constexpr unsigned cudaHostAllocPortable = 1;
 
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
 struct CUevent_st;
 using cudaEvent_t = CUevent_st*;
+
+struct CUmemPoolHandle_st;
+using cudaMemPool_t = CUmemPoolHandle_st*;
+enum cudaMemAllocationType { cudaMemAllocationTypePinned = 1 };
+enum cudaMemLocationType { cudaMemLocationTypeDevice = 1 };
+struct cudaMemLocation {
+  cudaMemLocationType type;
+  int id;
+};
+struct cudaMemPoolProps {
+  cudaMemAllocationType allocType;
+  cudaMemLocation location;
+};
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
 
 struct cudaDeviceProp {
   char name[256];
@@ -64,14 +80,28 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest);
 
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMallocHost(void** ptr, size_t bytes);
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
 cudaError_t cudaFreeHost(void* ptr);
 
+// Stream-ordered allocation: the memory is usable by work queued after the call on `stream`
+// (here, at once) and freed when the stream reaches cudaFreeAsync.
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props);
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value);
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t bytes, cudaMemPool_t pool,
+                                    cudaStream_t stream);
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned flags, int priority);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+/// Work queued on `stream` after this waits for the event's last record (at the time of the call).
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
@@ -89,4 +119,9 @@ namespace emu {
 /// accessible, when the host next waits for the stream. A std::logic_error it throws (a
 /// violation of the execution model) becomes cudaErrorLaunchFailure, reported by that wait.
 void enqueue_kernel(cudaStream_t stream, std::function<void()> work);
+/// A launch the device refuses (its configuration): reported by the next cudaGetLastError.
+void refuse_launch(const char* why);
+/// For work on the device (library algorithms): throws std::logic_error naming `what` unless
+/// [p, p + bytes) lies in one device allocation.
+void expect_device_range(const void* p, size_t bytes, const char* what);
 }  // namespace emu

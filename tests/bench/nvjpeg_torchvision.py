@@ -3,9 +3,9 @@
 
 Usage: nvjpeg_torchvision.py JPEG_DIR [--batch 1,16,64,256] [--repeats 10] [--json OUT.json]
 
-Run by tests/bench/l3_cuda_bench.sh on the device machine in the same session as
+Run by tests/bench/gpu_session.sh on the device machine in the same session as
 `dlprep l3 bench --device cuda`, on the same pictures as JPEG q90 (made by
-tests/bench/make_l3_cuda_carry.sh): it is the nvJPEG figure when dlprep was built without
+tests/bench/make_gpu_carry.sh): it is the nvJPEG figure when dlprep was built without
 libnvjpeg, and a cross-check of dlprep's own nvJPEG rows when it was. Batches repeat the files in
 name order to each size, as `dlprep l3 bench` does. Each batch is decoded with
 torchvision.io.decode_jpeg(list, device='cuda') (torchvision's batched nvJPEG path) after warm-up

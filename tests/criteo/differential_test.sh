@@ -2,13 +2,14 @@
 # Differential test: dlprep criteo-preprocess against the independent NumPy reference
 # (dlrm_reference.py) on real Criteo rows and edge cases, for several option sets.
 # Usage: differential_test.sh DLPREP SOURCE_DIR SCRATCH_DIR
-# Needs Debian's python3-numpy (/usr/bin/python3); exits 77 (skipped) without it.
+# Needs NumPy for /usr/bin/python3 (Debian's python3-numpy) or for $PYTHON; exits 77 (skipped)
+# without it.
 set -eu
 DLPREP=$1
 SRC=$2
 SCRATCH=$3
-PY=/usr/bin/python3
-$PY -c 'import numpy' 2>/dev/null || { echo "python3-numpy not installed: skipped"; exit 77; }
+PY=${PYTHON:-/usr/bin/python3}
+$PY -c 'import numpy' 2>/dev/null || { echo "no NumPy for $PY: skipped"; exit 77; }
 S=$SRC/sample_data/criteo
 REF=$SRC/tests/criteo/dlrm_reference.py
 CMP=$SRC/tests/criteo/compare_outputs.py

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Prepares, on the build machine, what the GPU session of issue 4 carries to the device machine
-# (tests/bench/l3_cuda_bench.md): the git-ignored folder carry/ with
-#   carry/deps/      the headers of CLI11, nlohmann/json and doctest with relocatable CMake
-#                    configs, and Debian 12's static zlib and libpng with their headers (the device
-#                    machine may lack the -dev packages; these link on its newer system);
+# Prepares, on the build machine, what the GPU session (tests/bench/GPU-SESSION.md, issues 4 and 5)
+# carries to the device machine: the git-ignored folder carry/ with
+#   carry/deps/      what the device machine may lack (it has no network): the headers of CLI11,
+#                    nlohmann/json and doctest with relocatable CMake configs, Debian 12's static
+#                    zlib and libpng with their headers (they link on its newer system), and a
+#                    stand-in pkg-config that knows no package (CMake requires the program; the
+#                    codecs found through it are off in the GPU build);
 #   carry/l3bench/   a subset of the benchmark photo sets (BENCHMARKS.md): FHD_COUNT pictures of
 #                    the FHD set and NATIVE_COUNT of the native set, each as L3 (dlprep l3 encode,
 #                    automatic patch) and as JPEG q90 4:2:0 (Pillow, libjpeg-turbo) made from the
 #                    same pixels, in fhd/, fhd_jpeg/, native/, native_jpeg/ with matching names.
 # The whole photo set (47 FHD PNGs, ~93 MB) is over the 64 MiB a device call carries with the
 # tree; the benchmark repeats the subset to fill its batches, which is how the issue's batches of
-# 256 are made anyway.
+# 256 are made anyway. The Criteo benchmark generates its rows on the device machine.
 #
-# Usage: tests/bench/make_l3_cuda_carry.sh     (from anywhere; paths from the repository root)
+# Usage: tests/bench/make_gpu_carry.sh     (from anywhere; paths from the repository root)
 # Environment: DLPREP (default build/dlprep, any build with PNG), CACHE (tests/bench/cache, made
 # by run_image_bench.sh / make_photo_sets.py), FHD_COUNT (16), NATIVE_COUNT (2),
 # LIMIT_MB (54: what carry/ may take, leaving the rest of the 64 MiB to the working tree).
@@ -27,12 +29,12 @@ NATIVE_COUNT=${NATIVE_COUNT:-2}
 LIMIT_MB=${LIMIT_MB:-54}
 PYTHON=/usr/bin/python3  # Debian's, with python3-pil
 
-[[ -x $DLPREP ]] || { echo "make_l3_cuda_carry.sh: $DLPREP not found (set DLPREP)" >&2; exit 2; }
+[[ -x $DLPREP ]] || { echo "make_gpu_carry.sh: $DLPREP not found (set DLPREP)" >&2; exit 2; }
 [[ -d $CACHE/fhd && -d $CACHE/native ]] || {
-  echo "make_l3_cuda_carry.sh: no photo sets in $CACHE: run tests/bench/make_photo_sets.py $CACHE" >&2
+  echo "make_gpu_carry.sh: no photo sets in $CACHE: run tests/bench/make_photo_sets.py $CACHE" >&2
   exit 2
 }
-grep -qx '/carry/' .gitignore || { echo "make_l3_cuda_carry.sh: carry/ is not git-ignored" >&2; exit 2; }
+grep -qx '/carry/' .gitignore || { echo "make_gpu_carry.sh: carry/ is not git-ignored" >&2; exit 2; }
 
 # 1. Build dependencies.
 deps=carry/deps
@@ -43,8 +45,16 @@ cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$deps/share/cmake/"
 cp /usr/include/zlib.h /usr/include/zconf.h "$deps/include/"
 cp /usr/include/png.h /usr/include/pngconf.h /usr/include/pnglibconf.h "$deps/include/"
 cp /usr/lib/x86_64-linux-gnu/libz.a /usr/lib/x86_64-linux-gnu/libpng16.a "$deps/lib/"
+mkdir -p "$deps/bin"
+cat >"$deps/bin/pkg-config" <<'SH'
+#!/bin/sh
+# Stand-in pkg-config (tests/bench/make_gpu_carry.sh): a version, and no package at all.
+[ "${1:-}" = "--version" ] && { echo 0.29.2; exit 0; }
+exit 1
+SH
+chmod +x "$deps/bin/pkg-config"
 {
-  echo "Copied by tests/bench/make_l3_cuda_carry.sh from Debian 12 packages:"
+  echo "Copied by tests/bench/make_gpu_carry.sh from Debian 12 packages:"
   dpkg-query -W -f '  ${Package} ${Version}\n' libcli11-dev nlohmann-json3-dev doctest-dev \
     zlib1g-dev libpng-dev 2>/dev/null || true
 } > "$deps/SOURCES.txt"
@@ -85,6 +95,6 @@ echo "carry/: $((total_kb / 1024)) MiB"
 du -sh "$deps" "$set_dir"/*
 echo "fhd: ${#fhd[@]} pictures; native: ${#native[@]} ($(for f in "${native[@]}"; do basename "$f" .png; done | tr '\n' ' '))"
 if ((total_kb > LIMIT_MB * 1024)); then
-  echo "make_l3_cuda_carry.sh: carry/ takes more than $LIMIT_MB MiB: lower FHD_COUNT or NATIVE_COUNT" >&2
+  echo "make_gpu_carry.sh: carry/ takes more than $LIMIT_MB MiB: lower FHD_COUNT or NATIVE_COUNT" >&2
   exit 1
 fi

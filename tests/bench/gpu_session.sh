@@ -8,15 +8,17 @@
 #   env              the machine: GPU, driver, tools, which system headers exist, torch
 #   build            configure build-gpu (Release, CUDA for sm_$ARCH, PNG, no JPEG/WebP, nvJPEG when
 #                    found; carry/deps for what the machine lacks) and build every target below
-#   l3-test          l3_decode_cuda_test (bit-exact against the CPU reference), l3_test, and the
-#                    CLI's device cases
+#   l3-test          l3_decode_cuda_test (bit-exact against the CPU reference), l3_test, the
+#                    CLI's device cases, and the fuzz corpus replayed on the GPU against the CPU
 #   criteo-test      criteo_preprocess_cuda_test (every output byte against the CPU backend), the
-#                    Criteo unit and CLI tests, the NumPy differential test forced onto CUDA
+#                    Criteo unit and CLI tests, the NumPy differential test forced onto CUDA, and
+#                    the fuzz corpus replayed on the GPU against the CPU
 #   l3-bench         dlprep l3 bench --device cuda on carry/l3bench/{fhd,native}, then nvJPEG
 #                    through torchvision on the same pictures as JPEG
 #   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, moduli 5,000 and 1,000,000
-#   l3-sanitize      compute-sanitizer memcheck, racecheck, synccheck, initcheck on the L3 --quick
-#   criteo-sanitize  the same four tools on the Criteo suite's --quick
+#   l3-sanitize      compute-sanitizer memcheck, racecheck, synccheck, initcheck on the L3 --quick,
+#                    then memcheck on the fuzz corpus (hostile files)
+#   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus
 #   test, bench, sanitize   both issues' steps of that kind, L3 first
 # Steps after build make the build first when it is missing (a machine that went cold).
 # What comes back in $OUT: summary.txt (one line per step and result, the benchmark tables),
@@ -38,7 +40,7 @@ export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-1000000 10000000} SAN_TIMEOUT=${SAN_TIMEOUT:-130} DEVICE=${DEVICE:-cuda}
 export SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 TARGETS=(dlprep l3_decode_cuda_test l3_test criteo_preprocess_cuda_test tabular_test
-         criteo_bench gen_criteo)
+         criteo_bench gen_criteo fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
 # elsewhere, point that name at it (the machine is bare and given back after the session).
 [[ -e /usr/bin/python3 ]] || ! command -v python3 >/dev/null || ln -s "$(command -v python3)" /usr/bin/python3
@@ -110,9 +112,16 @@ step_build() {
 ensure_built() {
   local t
   for t in "$B/dlprep" "$B/tests/cuda/l3_decode_cuda_test" "$B/tests/cuda/criteo_preprocess_cuda_test" \
-           "$B/criteo_bench"; do
+           "$B/criteo_bench" "$B/tests/fuzz/fuzz_criteo_cuda_replay"; do
     [[ -x $t ]] || { step_build; return; }
   done
+}
+
+replay_corpus() {  # replay_corpus TARGET CORPUS: a fuzz corpus through the GPU and the CPU backends
+  local rc=0
+  "$B/tests/fuzz/fuzz_$1_replay" "tests/fuzz/corpus/$2" || rc=$?
+  note "fuzz_$1_replay (tests/fuzz/corpus/$2 on the GPU, against the CPU): exit $rc"
+  return "$rc"
 }
 
 step_l3-test() {
@@ -125,7 +134,7 @@ step_l3-test() {
   ctest --test-dir "$B" -R '^cli/l3/(decode-device|bench-device|bench-bad-args)$' \
     --output-on-failure || rc_cli=$?
   note "cli/l3 device tests: exit $rc_cli"
-  ((rc == 0 && rc_unit == 0 && rc_cli == 0))
+  replay_corpus l3_decode_cuda l3 && ((rc == 0 && rc_unit == 0 && rc_cli == 0))
 }
 
 step_criteo-test() {
@@ -141,7 +150,7 @@ step_criteo-test() {
   DLPREP_FORCE_DEVICE=cuda sh tests/criteo/differential_test.sh "$B/dlprep" "$root" \
     "$B/scratch_differential_cuda" || rc_diff=$?
   note "NumPy differential test with DLPREP_FORCE_DEVICE=cuda: exit $rc_diff (77: skipped, no NumPy or no GPU)"
-  ((rc == 0 && rc_ctest == 0 && (rc_diff == 0 || rc_diff == 77)))
+  replay_corpus criteo_cuda criteo_tsv && ((rc == 0 && rc_ctest == 0 && (rc_diff == 0 || rc_diff == 77)))
 }
 
 l3_bench_set() {  # l3_bench_set NAME: dlprep l3 bench on $SET/NAME, then torchvision's nvJPEG
@@ -174,8 +183,9 @@ step_criteo-bench() {
   return "$rc"
 }
 
-sanitize() {  # sanitize NAME TEST_BINARY: the four tools on TEST_BINARY --quick, within the budget
-  local name=$1 test_bin=$2 tool rc worst=0 cap
+sanitize() {  # sanitize NAME COMMAND...: each tool of SAN_TOOLS on COMMAND, within the budget
+  local name=$1 tool rc worst=0 cap
+  shift
   for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
     local extra=()
     [[ $tool == memcheck ]] && extra=(--leak-check full)
@@ -184,17 +194,32 @@ sanitize() {  # sanitize NAME TEST_BINARY: the four tools on TEST_BINARY --quick
     ((cap < 20)) && { note "compute-sanitizer $tool on $name: not run, out of time"; worst=1; continue; }
     ((cap > SAN_TIMEOUT)) && cap=$SAN_TIMEOUT
     rc=0
-    timeout "$cap" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 \
-      "$test_bin" --quick >"$LOGS/sanitize-$name-$tool.log" 2>&1 || rc=$?
+    timeout "$cap" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 1 "$@" \
+      >"$LOGS/sanitize-$name-$tool.log" 2>&1 || rc=$?
     tail -3 "$LOGS/sanitize-$name-$tool.log"
-    note "compute-sanitizer $tool on $name --quick: exit $rc$([[ $rc == 124 ]] && echo " (stopped at ${cap} s)"); $(grep -m1 'ERROR SUMMARY' "$LOGS/sanitize-$name-$tool.log")"
+    note "compute-sanitizer $tool on $name: exit $rc$([[ $rc == 124 ]] && echo " (stopped at ${cap} s)"); $(grep -m1 'ERROR SUMMARY' "$LOGS/sanitize-$name-$tool.log")"
     ((rc != 0)) && worst=1
   done
   return "$worst"
 }
 
-step_l3-sanitize() { ensure_built && sanitize l3 "$B/tests/cuda/l3_decode_cuda_test"; }
-step_criteo-sanitize() { ensure_built && sanitize criteo "$B/tests/cuda/criteo_preprocess_cuda_test"; }
+wants_memcheck() { [[ " ${SAN_TOOLS:-memcheck} " == *" memcheck "* ]]; }
+
+# sanitize_suite NAME SUITE REPLAY CORPUS: the CUDA suite's --quick under the four tools, then
+# the fuzz corpus (hostile inputs) replayed under memcheck.
+sanitize_suite() {
+  ensure_built || return 1
+  local rc=0
+  sanitize "$1" "$B/tests/cuda/$2" --quick || rc=1
+  wants_memcheck || return "$rc"
+  SAN_TOOLS=memcheck sanitize "$1-corpus" "$B/tests/fuzz/$3" "tests/fuzz/corpus/$4" || rc=1
+  return "$rc"
+}
+
+step_l3-sanitize() { sanitize_suite l3 l3_decode_cuda_test fuzz_l3_decode_cuda_replay l3; }
+step_criteo-sanitize() {
+  sanitize_suite criteo criteo_preprocess_cuda_test fuzz_criteo_cuda_replay criteo_tsv
+}
 
 # One step in a child under the time left, so that the call always reaches its summary.
 run_step() {
@@ -217,7 +242,7 @@ if [[ ${1:-} == --one ]]; then
   "step_$2"
   exit
 fi
-[[ $# -gt 0 ]] || { sed -n '7,28p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '7,30p' "$0"; exit 2; }
 steps=()
 for s in "$@"; do
   case $s in

@@ -1,0 +1,213 @@
+// libFuzzer target for criteo-preprocess's CUDA backend, run on the emulated GPU of
+// tests/cuda/emulation/ (the kernels' own sources, a fiber per CUDA thread), or, in a normal
+// build, the function that replay_main.cpp runs over every file of corpus/criteo_tsv/: on the
+// emulated GPU (fuzz_criteo_cuda_emulated_replay) and on a real one (fuzz_criteo_cuda_replay,
+// skipped with exit 77 where there is none).
+//
+// The input is a chunk of a TSV day (a final '\n' is added when missing). It goes through both
+// passes of the backend seam (preprocess_backend.hpp), as preprocess.cpp drives it but without
+// files, on the CUDA backend and on the CPU backend, the reference, in two configurations:
+//   A  bad rows skipped; moduli 7, 5,000 and none (flat, flat and hashed vocabulary tables);
+//      rows kept on the device for pass 2; --min-freq 2, IDs from 2, OOV 1, log(x + 3);
+//   B  stop at the first bad row; no modulus; pass 2 reads the text again; IDs from 0, OOV past
+//      the last ID, log(x + 1).
+// The backends must agree on everything: line, row and bad-row counts, the first bad line and
+// its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
+// pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
+// rows kept on the device come back without the bad lines that pass 1 counted). The GPU parses
+// hostile text byte by byte (line ends, field counts, overlong fields): a read outside the device
+// buffers is an ASan report here, a divergent barrier or warp vote an emulation error, and either
+// becomes a disagreement.
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "tabular/preprocess_backend.hpp"
+
+namespace {
+
+using namespace dlprep;
+using namespace dlprep::tabular;
+
+struct Config {
+  bool stop_at_error = false;
+  bool keep_rows = false;
+  std::array<uint32_t, kNumSparse> modulus{};
+  uint64_t min_freq = 1;
+  int64_t id_base = 0;
+  int32_t oov_id = -1;  // -1: one past the column's last ID, as preprocess.cpp's default
+  double log_offset = 1;
+};
+
+struct Totals {
+  uint64_t lines = 0, rows = 0, bad_rows = 0;
+  int64_t first_bad_line = -1;
+  std::string first_problem;
+  bool operator==(const Totals&) const = default;
+};
+
+struct Outcome {
+  std::string error;  // what the backend threw, if it did
+  Totals pass1, pass2;
+  std::vector<uint32_t> decoded;
+  std::array<std::vector<uint32_t>, kNumSparse> values;
+  std::array<std::vector<uint64_t>, kNumSparse> counts;
+  std::vector<int32_t> labels, sparse;
+  std::vector<uint32_t> dense;
+  bool operator==(const Outcome&) const = default;
+};
+
+// The sink's way out at the first bad row under stop_at_error, as preprocess.cpp's error.
+struct StoppedAtBadRow {};
+
+void add_piece(Totals& t, const PieceOutput& p, bool stop_at_error) {
+  if (p.result.first_bad_line >= 0 && t.first_bad_line < 0) {
+    t.first_bad_line = static_cast<int64_t>(t.lines) + p.result.first_bad_line;
+    t.first_problem = p.result.first_problem;
+    if (stop_at_error) throw StoppedAtBadRow{};
+  }
+  t.lines += p.result.lines;
+  t.rows += p.result.rows;
+  t.bad_rows += p.result.bad_rows;
+}
+
+void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& text, const Config& c,
+                Outcome& o) {
+  // The chunk in the backend's own host memory (pinned for CUDA), with the readable padding
+  // that InputReader guarantees after every text chunk.
+  HostBuffer buf = b.allocate_host(text.size() + kTsvReadPadding);
+  std::memcpy(buf.data(), text.data(), text.size());
+  std::memset(buf.data() + text.size(), 0, kTsvReadPadding);
+  InputChunk chunk;
+  chunk.text = {reinterpret_cast<const char*>(buf.data()), text.size()};
+
+  std::vector<ColumnVocab> vocab;
+  for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
+  Pass1Setup s1;
+  s1.modulus = c.modulus;
+  s1.stop_at_error = c.stop_at_error;
+  s1.want_rows = true;
+  s1.keep_rows = c.keep_rows;
+  b.begin_pass1(s1, vocab);
+  auto sink1 = [&](const PieceOutput& p) {
+    add_piece(o.pass1, p, c.stop_at_error);
+    o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
+  };
+  b.pass1_chunk(0, chunk, sink1, {});
+  b.flush();
+  b.sync_vocab();
+  for (int j = 0; j < kNumSparse; ++j) {
+    o.values[j] = vocab[j].values();
+    o.counts[j] = vocab[j].counts();
+    int64_t oov = c.oov_id;
+    if (oov < 0) {
+      oov = c.id_base;
+      for (uint64_t n : vocab[j].counts()) oov += n >= c.min_freq ? 1 : 0;
+    }
+    vocab[j].finalize(c.min_freq, c.id_base, static_cast<int32_t>(oov));
+  }
+
+  Pass2Setup s2;
+  s2.modulus = c.modulus;
+  s2.stop_at_error = c.stop_at_error;
+  s2.log_offset = c.log_offset;
+  b.begin_pass2(s2, vocab);
+  auto sink2 = [&](const PieceOutput& p) {
+    // Rows kept on the device come back without the bad lines between them, which pass 1
+    // counted already: then only the rows are compared.
+    if (c.keep_rows)
+      o.pass2.rows += p.result.rows;
+    else
+      add_piece(o.pass2, p, c.stop_at_error);
+    const RowBlock& r = p.block;
+    o.labels.insert(o.labels.end(), r.labels, r.labels + r.rows);
+    o.dense.insert(o.dense.end(), r.dense, r.dense + r.rows * kNumDense);
+    o.sparse.insert(o.sparse.end(), r.sparse, r.sparse + r.rows * kNumSparse);
+  };
+  if (b.kept_day(0))
+    b.pass2_kept_day(0, sink2);
+  else
+    b.pass2_chunk(chunk, false, sink2);
+  b.flush();
+}
+
+// Where the CUDA backend cannot run (the real-GPU replay on a machine without one) the run is
+// skipped as the CUDA tests are: exit 77 with the reason.
+void skip_without_cuda() {
+  static const bool checked = [] {
+    const std::string why = criteo_cuda_unavailable_reason();
+    if (!why.empty()) {
+      std::printf("fuzz_criteo_cuda: skipped: %s\n", why.c_str());
+      std::exit(77);
+    }
+    return true;
+  }();
+  (void)checked;
+}
+
+Outcome run(Device device, const std::vector<uint8_t>& text, const Config& c) {
+  Outcome o;
+  // A backend is not reusable after a sink threw: one per run.
+  std::unique_ptr<PreprocessBackend> b =
+      device == Device::cpu ? make_preprocess_backend_cpu(1) : make_preprocess_backend(device, 1);
+  try {
+    run_passes(*b, text, c, o);
+  } catch (const StoppedAtBadRow&) {
+    // Compared as it stands: the first bad line and its message, the pieces before it.
+  } catch (const dlprep::Error& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+std::string describe(const Totals& t) {
+  return std::to_string(t.lines) + " lines, " + std::to_string(t.rows) + " rows, " +
+         std::to_string(t.bad_rows) + " bad, first bad line " + std::to_string(t.first_bad_line) +
+         (t.first_problem.empty() ? "" : " (" + t.first_problem + ")");
+}
+
+std::string describe(const Outcome& o) {
+  return "error '" + o.error + "'; pass 1: " + describe(o.pass1) + "; pass 2: " + describe(o.pass2);
+}
+
+void check(const std::vector<uint8_t>& text, const Config& c, const char* name) {
+  skip_without_cuda();
+  const Outcome reference = run(Device::cpu, text, c);
+  const Outcome device = run(Device::cuda, text, c);
+  if (reference == device) return;
+  const auto same = [](bool equal) { return equal ? "equal" : "differ"; };
+  std::fprintf(stderr,
+               "fuzz_criteo_cuda: configuration %s: the backends disagree\n  cpu:  %s\n"
+               "  cuda: %s\n  decoded rows %s, vocabularies %s, pass 2 arrays %s\n",
+               name, describe(reference).c_str(), describe(device).c_str(),
+               same(reference.decoded == device.decoded),
+               same(reference.values == device.values && reference.counts == device.counts),
+               same(reference.labels == device.labels && reference.dense == device.dense &&
+                    reference.sparse == device.sparse));
+  std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> text(data, data + size);
+  if (text.empty() || text.back() != '\n') text.push_back('\n');
+  Config a;
+  a.keep_rows = true;
+  for (int j = 0; j < kNumSparse; ++j) a.modulus[j] = j % 3 == 0 ? 7 : j % 3 == 1 ? 5000 : 0;
+  a.min_freq = 2;
+  a.id_base = 2;
+  a.oov_id = 1;
+  a.log_offset = 3;
+  check(text, a, "A");
+  Config b;
+  b.stop_at_error = true;
+  check(text, b, "B");
+  return 0;
+}

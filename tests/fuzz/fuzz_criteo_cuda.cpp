@@ -10,7 +10,9 @@
 //   A  bad rows skipped; moduli 7, 5,000 and none (flat, flat and hashed vocabulary tables);
 //      rows kept on the device for pass 2; --min-freq 2, IDs from 2, OOV 1, log(x + 3);
 //   B  stop at the first bad row; no modulus; pass 2 reads the text again; IDs from 0, OOV past
-//      the last ID, log(x + 1).
+//      the last ID, log(x + 1);
+//   C  the same bytes as binary rows (whole 160-byte rows; none: skipped), where every word is
+//      valid: moduli 1,000 and none, IDs from 1, OOV 0, log(x + 1).
 // The backends must agree on everything: line, row and bad-row counts, the first bad line and
 // its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
 // pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
@@ -36,6 +38,7 @@ using namespace dlprep;
 using namespace dlprep::tabular;
 
 struct Config {
+  bool binary = false;  // the input is binary rows (40 words each), not text
   bool stop_at_error = false;
   bool keep_rows = false;
   std::array<uint32_t, kNumSparse> modulus{};
@@ -77,15 +80,18 @@ void add_piece(Totals& t, const PieceOutput& p, bool stop_at_error) {
   t.bad_rows += p.result.bad_rows;
 }
 
-void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& text, const Config& c,
+void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const Config& c,
                 Outcome& o) {
   // The chunk in the backend's own host memory (pinned for CUDA), with the readable padding
   // that InputReader guarantees after every text chunk.
-  HostBuffer buf = b.allocate_host(text.size() + kTsvReadPadding);
-  std::memcpy(buf.data(), text.data(), text.size());
-  std::memset(buf.data() + text.size(), 0, kTsvReadPadding);
+  HostBuffer buf = b.allocate_host(input.size() + kTsvReadPadding);
+  std::memcpy(buf.data(), input.data(), input.size());
+  std::memset(buf.data() + input.size(), 0, kTsvReadPadding);
   InputChunk chunk;
-  chunk.text = {reinterpret_cast<const char*>(buf.data()), text.size()};
+  if (c.binary)
+    chunk.rows = {reinterpret_cast<const uint32_t*>(buf.data()), input.size() / 4};
+  else
+    chunk.text = {reinterpret_cast<const char*>(buf.data()), input.size()};
 
   std::vector<ColumnVocab> vocab;
   for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
@@ -151,13 +157,13 @@ void skip_without_cuda() {
   (void)checked;
 }
 
-Outcome run(Device device, const std::vector<uint8_t>& text, const Config& c) {
+Outcome run(Device device, const std::vector<uint8_t>& input, const Config& c) {
   Outcome o;
   // A backend is not reusable after a sink threw: one per run.
   std::unique_ptr<PreprocessBackend> b =
       device == Device::cpu ? make_preprocess_backend_cpu(1) : make_preprocess_backend(device, 1);
   try {
-    run_passes(*b, text, c, o);
+    run_passes(*b, input, c, o);
   } catch (const StoppedAtBadRow&) {
     // Compared as it stands: the first bad line and its message, the pieces before it.
   } catch (const dlprep::Error& e) {
@@ -176,10 +182,10 @@ std::string describe(const Outcome& o) {
   return "error '" + o.error + "'; pass 1: " + describe(o.pass1) + "; pass 2: " + describe(o.pass2);
 }
 
-void check(const std::vector<uint8_t>& text, const Config& c, const char* name) {
+void check(const std::vector<uint8_t>& input, const Config& c, const char* name) {
   skip_without_cuda();
-  const Outcome reference = run(Device::cpu, text, c);
-  const Outcome device = run(Device::cuda, text, c);
+  const Outcome reference = run(Device::cpu, input, c);
+  const Outcome device = run(Device::cuda, input, c);
   if (reference == device) return;
   const auto same = [](bool equal) { return equal ? "equal" : "differ"; };
   std::fprintf(stderr,
@@ -209,5 +215,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Config b;
   b.stop_at_error = true;
   check(text, b, "B");
+  // The same bytes as binary rows: every word is valid there, so extreme values reach pass 2's
+  // Neg2Zero and Logarithm, whose float results must match the CPU's bit for bit.
+  const std::vector<uint8_t> rows(data, data + size / kBinaryRowBytes * kBinaryRowBytes);
+  if (rows.empty()) return 0;
+  Config bin;
+  bin.binary = true;
+  for (int j = 0; j < kNumSparse; ++j) bin.modulus[j] = j % 2 == 0 ? 1000 : 0;
+  bin.id_base = 1;
+  bin.oov_id = 0;
+  check(rows, bin, "C");
   return 0;
 }

@@ -63,6 +63,16 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch);
 constexpr int kMaxWarps = kMaxThreads / 32;
 
+// A tuning build may set DLPREP_L3_CUDA_MIN_BLOCKS, the blocks of kMaxThreads that must fit on
+// an SM: ptxas then caps the registers at 64K / (256 x it), trading spills for occupancy
+// (tests/bench/l3_cuda_bench.md, gpu_session.sh l3-tune). Unset, ptxas takes 64 registers: half
+// occupancy for FHD's 64-thread blocks. (A minimum of 1 is not the same: it lets ptxas take 80.)
+#ifdef DLPREP_L3_CUDA_MIN_BLOCKS
+#define DLPREP_L3_LAUNCH_BOUNDS __launch_bounds__(kMaxThreads, DLPREP_L3_CUDA_MIN_BLOCKS)
+#else
+#define DLPREP_L3_LAUNCH_BOUNDS __launch_bounds__(kMaxThreads)
+#endif
+
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFullMask, v, d);
   return v;
@@ -88,7 +98,7 @@ __device__ __forceinline__ uint32_t width_code_at(const uint8_t* codes, uint32_t
   return (codes[group >> 1] >> ((group & 1u) * 4u)) & 0xFu;
 }
 
-__global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
+__global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a) {
   // Payload offset of each group of each channel (exclusive scan), max_groups apart. 16 bits
   // suffice: a group's payload is at most 16 bytes and a patch has at most 4096 groups, so an
   // offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
@@ -207,11 +217,13 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
         const uint8_t* q = p + head + group_offset[c * a.max_groups + g];
         uint8_t base = l3::implicit_base(width);
         if (l3::code_explicit(code)) base = *q++;
+        // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load
+        // per plane, not two.
+        const uint8_t* const plane_byte = q + j / 8;
+        const uint32_t shift = j % 8;
         uint32_t bits = 0;
-        for (uint32_t k = 0; k < width; ++k) {
-          const uint32_t plane = q[2 * k] | (uint32_t{q[2 * k + 1]} << 8);
-          bits |= ((plane >> j) & 1u) << k;
-        }
+        for (uint32_t k = 0; k < width; ++k)
+          bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
         residual = static_cast<uint8_t>(bits + base);
       }
       if (y == 0) {

@@ -19,6 +19,8 @@
 #   l3-sanitize      compute-sanitizer memcheck, racecheck, synccheck, initcheck on the L3 --quick,
 #                    then memcheck on the fuzz corpus (hostile files)
 #   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus
+#   l3-tune          the L3 kernel rebuilt with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS
+#                    and benchmarked beside the default build (not part of bench)
 #   test, bench, sanitize   both issues' steps of that kind, L3 first
 # Steps after build make the build first when it is missing (a machine that went cold).
 # What comes back in $OUT: summary.txt (one line per step and result, the benchmark tables),
@@ -26,7 +28,8 @@
 # bench-native.json (schema dlprep.l3-device-bench/1, man/dlprep-l3.1).
 # Environment: OUT (build-gpu/out), BUDGET (seconds for the whole call: 570), ARCH (90), BATCH
 #   (1,16,64,256), REPEATS (10), ROWS ("1000000 10000000"), SAN_TIMEOUT (seconds per sanitizer
-#   tool: 130), SAN_TOOLS (memcheck racecheck synccheck initcheck); a dry run without a GPU:
+#   tool: 130), SAN_TOOLS (memcheck racecheck synccheck initcheck), L3_MIN_BLOCKS ("8 6"),
+#   TUNE_BATCH (64,256); a dry run without a GPU:
 #   DEVICE=cpu (l3-bench's --device) and SET (carry/l3bench).
 # shellcheck disable=SC2317  # the step functions are called by name: step_"$2"
 set -uo pipefail
@@ -39,6 +42,7 @@ export OUT=${OUT:-$root/build-gpu/out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-1000000 10000000} SAN_TIMEOUT=${SAN_TIMEOUT:-130} DEVICE=${DEVICE:-cuda}
 export SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
+export L3_MIN_BLOCKS=${L3_MIN_BLOCKS:-8 6} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test l3_test criteo_preprocess_cuda_test tabular_test
          criteo_bench gen_criteo fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
@@ -82,9 +86,9 @@ configure() {  # configure [EXTRA CMAKE ARGS...]
     -DCMAKE_PREFIX_PATH="$DEPS")
   # CMake requires a pkg-config; the stand-in knows no package.
   command -v pkg-config >/dev/null || args+=(-DPKG_CONFIG_EXECUTABLE="$DEPS/bin/pkg-config")
-  cmake -S . -B "$B" "${args[@]}" "$@" >"$LOGS/configure.log" 2>&1 ||
-    { tail -30 "$LOGS/configure.log"; return 1; }
-  grep -E "CUDA|nvJPEG|gzip|PNG|ZLIB" "$LOGS/configure.log"
+  cmake -S . -B "$B" "${args[@]}" "$@" >"$LOGS/configure-${B##*/}.log" 2>&1 ||
+    { tail -30 "$LOGS/configure-${B##*/}.log"; return 1; }
+  grep -E "CUDA|nvJPEG|gzip|PNG|ZLIB" "$LOGS/configure-${B##*/}.log"
 }
 
 step_build() {
@@ -173,6 +177,33 @@ step_l3-bench() {
   return "$rc"
 }
 
+# The decode kernel rebuilt with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS (fewer registers,
+# more blocks per SM, some spills: l3_cuda_bench.md section 5), each benchmarked on the FHD set
+# beside the default build in the same step, device-resident and end to end.
+step_l3-tune() {
+  ensure_built || return 1
+  local n rc=0 builds=("$B")
+  for n in $L3_MIN_BLOCKS; do
+    if B=$B-mb$n configure -DDLPREP_WITH_NVJPEG=OFF \
+         -DCMAKE_CUDA_FLAGS="-lineinfo -DDLPREP_L3_CUDA_MIN_BLOCKS=$n" >/dev/null &&
+       ninja -C "$B-mb$n" -j"$(nproc)" dlprep >"$LOGS/build-mb$n.log" 2>&1; then
+      builds+=("$B-mb$n")
+    else
+      note "l3-tune: the build with DLPREP_L3_CUDA_MIN_BLOCKS=$n failed ($LOGS/build-mb$n.log)"
+      rc=1
+    fi
+  done
+  local b
+  for b in "${builds[@]}"; do
+    "$b/dlprep" --json l3 bench --device "$DEVICE" "$SET/fhd" --batch "$TUNE_BATCH" \
+      --layout nhwc-u8,nchw-f16 --repeats "$REPEATS" >"$LOGS/tune-${b##*/}.json" || rc=1
+    note "l3-tune: $b"
+    "$PYTHON" tests/bench/l3_bench_summary.py "$LOGS/tune-${b##*/}.json" | grep -E "batch|u8|f16" |
+      tee -a "$OUT/summary.txt"
+  done
+  return "$rc"
+}
+
 step_criteo-bench() {
   ensure_built || return 1
   # The tables are the issue's figures: all of them go into the summary.
@@ -242,11 +273,12 @@ if [[ ${1:-} == --one ]]; then
   "step_$2"
   exit
 fi
-[[ $# -gt 0 ]] || { sed -n '7,30p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '7,33p' "$0"; exit 2; }
 steps=()
 for s in "$@"; do
   case $s in
-    env | build | l3-test | criteo-test | l3-bench | criteo-bench | l3-sanitize | criteo-sanitize)
+    env | build | l3-test | criteo-test | l3-bench | criteo-bench | l3-sanitize | criteo-sanitize | \
+      l3-tune)
       steps+=("$s") ;;
     test | bench | sanitize) steps+=("l3-$s" "criteo-$s") ;;
     *) echo "gpu_session.sh: unknown step '$s'" >&2; exit 2 ;;

@@ -21,6 +21,8 @@ dlprep dataset info ds | grep -q '^images:   resize=64x36,center-crop$' || fail 
 # The same pixels as PIL's centre crop + Image.resize(LANCZOS) (an RGB source; PIL
 # premultiplies alpha, dlprep does not).
 src=$(ls src/*/coldripple_640x360.png src/*/kite_199x301.png)
+/usr/bin/python3 -c 'import PIL' 2>/dev/null ||
+  fail "PIL is missing: Debian's python3-pil (.ci/dev.sh deps installs it)"
 /usr/bin/python3 - $src <<'PY' || fail "pixels differ from PIL's"
 import sys
 from PIL import Image

@@ -21,9 +21,6 @@ enum class Errc {
   internal,            ///< a bug in dlprep
 };
 
-/// Human name of an error class, e.g. "corrupt data".
-std::string_view errc_name(Errc code) noexcept;
-
 /// The exception thrown by every part of libdlprep. The message is lower case and says what is
 /// wrong; callers prepend context (the file, the sample) with with_context().
 class Error : public std::runtime_error {

@@ -26,8 +26,7 @@ uint64_t fnv1a(std::string_view bytes) {
   return h;
 }
 
-// Salts keep the three uses of the hash independent of one another.
-constexpr uint64_t kShardSalt = 0x5348415244ull;        // "SHARD"
+// The salt keeps the class offsets independent of the key hashes drawn from the same seed.
 constexpr uint64_t kClassOffsetSalt = 0x434C415353ull;  // "CLASS"
 
 // A hash as a double in [0, 1): its top 53 bits.
@@ -36,10 +35,6 @@ double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
 }  // namespace
 
 uint64_t key_hash(std::string_view key, uint64_t seed) { return mix64(fnv1a(key) ^ mix64(seed)); }
-
-uint32_t shard_of(std::string_view key, uint32_t count) {
-  return static_cast<uint32_t>(mix64(fnv1a(key) ^ kShardSalt) % count);
-}
 
 MixAssigner::MixAssigner(std::vector<double> ratios, uint64_t seed) : seed_(seed) {
   if (ratios.empty()) throw Error(Errc::invalid_argument, "empty mix");

@@ -14,10 +14,6 @@ namespace dlprep::dataset {
 /// defined on bytes only, so it is the same on every platform.
 uint64_t key_hash(std::string_view key, uint64_t seed);
 
-/// A shard by key hash alone (independent of the seed and of the other keys); count >= 1.
-/// convert-dataset uses MixAssigner::shard(), which also balances the formats per shard.
-uint32_t shard_of(std::string_view key, uint32_t count);
-
 /// Assigns each sample one entry of a mix so that every class gets the ratios: within a class,
 /// samples are ordered by key_hash(key, seed) and the order is cut at the cumulative ratios.
 /// Each cut is rounded with a per-class offset in [0, 1) drawn from the seed, so every class is

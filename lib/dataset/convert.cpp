@@ -519,7 +519,7 @@ void Engine::process(Work& w) const {
   lap(seconds.record);
   if (tar_) {
     r.location.clear();  // set when run() appends it to a shard, in source order
-    w.member = key + "." + ext;
+    w.member = member_name(key, *target, image.channels());
     if (encoded.empty()) encoded.assign(bytes.begin(), bytes.end());
     w.data = std::move(encoded);
   } else {

@@ -26,11 +26,6 @@ ColumnVocab::ColumnVocab(uint32_t modulus) {
   }
 }
 
-size_t ColumnVocab::memory_bytes() const {
-  return slot_.capacity() * sizeof(int32_t) + table_.capacity() * sizeof(Entry) +
-         values_.capacity() * sizeof(uint32_t) + counts_.capacity() * sizeof(uint64_t);
-}
-
 void ColumnVocab::hash_grow() {
   std::vector<Entry> old;
   old.swap(table_);

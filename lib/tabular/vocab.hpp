@@ -49,8 +49,6 @@ class ColumnVocab {
   int32_t oov_id() const { return oov_; }
 
   bool flat() const { return flat_; }
-  /// Bytes held by the tables (for --max-memory estimates and stats).
-  size_t memory_bytes() const;
 
  private:
   int32_t hash_insert(uint32_t value);  // returns the first-appearance index

@@ -179,7 +179,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
                   "day files in day order: TSV, gzip TSV or dlprep binary rows (with --days: "
                   "the directory holding day_0, day_1, ...)")
       ->required()
-      ->check(CLI::ExistingPath);
+      ->type_name("FILE|DIR")
+      ->check(CLI::ExistingPath.description(""));
   cmd->add_option("--days", c->days, "read DIR/day_0 .. DIR/day_{N-1} (.gz or not) in order")
       ->type_name("N");
   cmd->add_option("-o,--output", c->out_dir, "output directory")->required()->type_name("DIR");
@@ -188,19 +189,22 @@ Action add_criteo_preprocess_command(CLI::App& app) {
     return opt;
   };
   cmd->add_option("--preset", c->preset, "conventions of an existing tool (explicit flags win)")
-      ->check(CLI::IsMember({"dlrm", "torchrec", "piper"}));
+      ->type_name("dlrm|torchrec|piper")
+      ->check(CLI::IsMember({"dlrm", "torchrec", "piper"}).description(""));
   cmd->add_option("--input-format", c->input_format,
                   "input format (auto: gzip and binary by magic)")
-      ->check(CLI::IsMember({"auto", "tsv", "bin"}))
+      ->type_name("auto|tsv|bin")
+      ->check(CLI::IsMember({"auto", "tsv", "bin"}).description(""))
       ->capture_default_str();
   cmd->add_option("--output-format", c->output_format,
                   "npy (TorchRec/MLPerf-v2), dlrm (int32 x 40 rows), split (NVIDIA per-column "
                   "files), none (vocabulary only) [default: npy]")
-      ->check(CLI::IsMember({"npy", "dlrm", "split", "none"}));
+      ->type_name("npy|dlrm|split|none")
+      ->check(CLI::IsMember({"npy", "dlrm", "split", "none"}).description(""));
   add(cmd->add_option("--modulus", c->modulus,
                       "modulus M of the hex values (DLRM max_ind_range): one value, or 26 "
                       "comma-separated; 0 = none [default: 0]")
-          ->type_name("M[,M…]"));
+          ->type_name("M[,M...]"));
   add(cmd->add_option("--min-freq", c->min_freq, "values seen fewer than F times map to the OOV ID")
           ->capture_default_str()
           ->type_name("F"));
@@ -217,13 +221,15 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_flag("--no-log", c->no_log, "store max(x,0) without the log (the loader takes it)");
   cmd->add_option("--vocab-from", c->vocab_from,
                   "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab)")
-      ->check(CLI::ExistingDirectory)
+      ->check(CLI::ExistingDirectory.description(""))
       ->type_name("DIR");
   cmd->add_option("--split-last", c->split_last,
                   "split the last input into halves: test-val (DLRM) or val-test (TorchRec)")
-      ->check(CLI::IsMember({"none", "test-val", "val-test"}));
+      ->type_name("none|test-val|val-test")
+      ->check(CLI::IsMember({"none", "test-val", "val-test"}).description(""));
   cmd->add_option("--on-bad-row", c->on_bad_row, "a malformed row stops the run, or is skipped")
-      ->check(CLI::IsMember({"error", "skip"}))
+      ->type_name("error|skip")
+      ->check(CLI::IsMember({"error", "skip"}).description(""))
       ->capture_default_str();
   cmd->add_option(
          "--emit-binary", c->emit_binary,
@@ -237,16 +243,19 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_option("--device", c->device,
                   "where the passes run: cpu, cuda (the GPU; byte-identical outputs), fpga (not "
                   "built yet), auto (cuda when usable, else cpu); DLPREP_FORCE_DEVICE overrides")
-      ->check(CLI::IsMember({"cpu", "cuda", "fpga", "auto"}))
+      ->type_name("cpu|cuda|fpga|auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "fpga", "auto"}).description(""))
       ->capture_default_str();
   cmd->add_option("--decode-cache", c->decode_cache,
                   "keep pass 1's decoded rows (160 B/row) in an unnamed temp file in OUTDIR for "
                   "pass 2 instead of decoding the text twice (auto: when there is room)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->type_name("auto|on|off")
+      ->check(CLI::IsMember({"auto", "on", "off"}).description(""))
       ->capture_default_str();
   cmd->add_option("--chunk-mb", c->chunk_mb,
                   "input MiB decoded per step (bounds memory); 0: 16 on the cpu, 64 on cuda")
-      ->check(CLI::Range(0, 4096))
+      ->type_name("N")
+      ->check(CLI::Range(0, 4096).description(""))
       ->capture_default_str();
   cmd->footer(
       "Two passes over the input: pass 1 builds per-column vocabularies in order of first\n"

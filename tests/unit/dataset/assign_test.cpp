@@ -118,17 +118,6 @@ TEST_CASE("duplicate keys in a class are detected") {
   CHECK_FALSE(a.is_duplicate("dog", "cat/b"));
 }
 
-TEST_CASE("shards partition the keys and are independent of the seed") {
-  std::vector<int> counts(4);
-  for (int i = 0; i < 4000; ++i) {
-    uint32_t s = shard_of("k" + std::to_string(i), 4);
-    REQUIRE(s < 4);
-    ++counts[s];
-  }
-  for (int c : counts) CHECK(std::abs(c - 1000) < 150);
-  CHECK(shard_of("anything", 1) == 0);
-}
-
 TEST_CASE("every shard gets every class's share of every format, and shard sizes add up") {
   auto samples = make_samples(7, 101);
   MixAssigner a({0.6, 0.4}, 9);

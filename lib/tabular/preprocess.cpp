@@ -484,7 +484,6 @@ void Run::pass2() {
     if (backend_->kept_day(day)) {
       backend_->pass2_kept_day(day, sink);
       backend_->flush();
-      done_bytes_ += ds.input_bytes;
     } else {
       std::optional<InputReader> reader_storage;
       InputReader& reader = open_reader(reader_storage, day, cached);
@@ -493,7 +492,13 @@ void Run::pass2() {
         InputChunk chunk = next_chunk(reader);
         if (chunk.empty()) break;
         backend_->pass2_chunk(chunk, indices, sink);
-        uint64_t now = cached ? 0 : reader.file_bytes();
+        // The decode cache is not the input: count the day's share of its rows delivered.
+        uint64_t now = cached ? static_cast<uint64_t>(static_cast<double>(ds.input_bytes) *
+                                                      static_cast<double>(rows) /
+                                                      static_cast<double>(std::max<uint64_t>(
+                                                          ds.rows, 1)))
+                              : reader.file_bytes();
+        now = std::clamp(now, last_bytes, ds.input_bytes);
         done_bytes_ += now - last_bytes;
         last_bytes = now;
         check_memory("pass 2");
@@ -502,6 +507,12 @@ void Run::pass2() {
                                     o_.inputs[day].string()});
       }
       backend_->flush();
+    }
+    if (last_bytes < ds.input_bytes) {  // kept on the device, or rows delivered at the flush
+      done_bytes_ += ds.input_bytes - last_bytes;
+      if (o_.progress)
+        o_.progress(ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2,
+                                  o_.inputs[day].string()});
     }
     if (discard && rows != ds.rows) {
       // What the writers check at commit (writers.cpp), when there are none.
@@ -530,7 +541,7 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done) {
   fs::path dir = o_.out_dir / "vocab";
   fs::create_directories(dir);
   for (int j = 0; j < kNumSparse; ++j) {
-    std::string c = "C" + std::to_string(j + 1);
+    const std::string c = field_name(kFirstSparseField + j);
     write_npy_1d(dir / (c + "_values.npy"), "<u4", vocab_[j].values());
     write_npy_1d(dir / (c + "_counts.npy"), "<u8", vocab_[j].counts());
   }
@@ -611,7 +622,7 @@ void Run::load_vocab_from(const fs::path& where) {
   }
   vocab_.clear();
   for (int j = 0; j < kNumSparse; ++j) {
-    std::string c = "C" + std::to_string(j + 1);
+    const std::string c = field_name(kFirstSparseField + j);
     NpyArray values = read_npy(dir / (c + "_values.npy"));
     NpyArray counts = read_npy(dir / (c + "_counts.npy"));
     if (values.descr != "<u4" || counts.descr != "<u8" || values.cols != 0 || counts.cols != 0 ||

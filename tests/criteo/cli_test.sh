@@ -66,6 +66,10 @@ contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
 expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains json "$T/json.out" '"schema": "dlprep.criteo-preprocess/1"'
 contains json "$T/json.out" '"rows": 1000'
+# Progress counts both passes over the input in MB (the sample is 0.1 MB; twice that in all).
+expect progress 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset piper "$S/nvtabular_day_0.gz" -o "$T/o10"
+contains progress "$T/progress.err" "criteo-preprocess (pass 2): "
+contains progress "$T/progress.err" " MB (100%)"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"
@@ -87,7 +91,7 @@ if [ -x "$GEN" ]; then
   "$DLPREP" -q criteo-preprocess --no-resume "$T/big.tsv" -o "$T/o6" > /dev/null 2>&1 &
   pid=$!
   sleep 0.3
-  kill -INT $pid
+  kill -INT $pid 2>/dev/null
   wait $pid
   got=$?
   if [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint: exit $got"; fail=1; else echo "ok   sigint (exit $got)"; fi

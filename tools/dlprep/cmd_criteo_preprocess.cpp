@@ -142,7 +142,8 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
 int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   PreprocessOptions o = to_options(c, globals);
   Progress progress(globals, kCommand, 0, "bytes");
-  o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+  // Both passes read the input: the total is twice its size.
+  o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
   PreprocessStats stats = preprocess(o);
   progress.finish();

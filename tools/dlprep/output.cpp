@@ -228,11 +228,12 @@ void Progress::step(uint64_t items, uint64_t bytes) {
   draw_locked(false);
 }
 
-void Progress::set(uint64_t done, uint64_t total) {
+void Progress::set(uint64_t done, uint64_t total, const std::string& stage) {
   if (!enabled_) return;
   std::lock_guard lock(g_stderr_mutex);
   done_ = done;
   total_ = total;
+  if (!stage.empty()) stage_ = stage;
   draw_locked(false);
 }
 
@@ -241,11 +242,21 @@ void Progress::draw_locked(bool force) {
   if (!force && now - last_draw_ < kRefresh) return;
   last_draw_ = now;
   double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::string line = what_ + ": " + std::to_string(done_);
-  if (total_ > 0) line += "/" + std::to_string(total_);
-  line += " " + unit_;
+  // Byte counts read as MB (criteo-preprocess's input runs to GBs); other units as counts.
+  const bool in_bytes = unit_ == "bytes";
+  auto count = [in_bytes](uint64_t n) {
+    return in_bytes ? format_fixed(static_cast<double>(n) / 1e6, 1) : std::to_string(n);
+  };
+  const std::string unit = in_bytes ? "MB" : unit_;
+  std::string line = what_ + (stage_.empty() ? "" : " (" + stage_ + ")") + ": " + count(done_);
+  if (total_ > 0) line += "/" + count(total_);
+  line += " " + unit;
+  if (total_ > 0)
+    line += " (" + std::to_string(std::min<uint64_t>(100, done_ * 100 / total_)) + "%)";
   if (elapsed > 0) {
-    line += ", " + format_fixed(static_cast<double>(done_) / elapsed, 1) + " " + unit_ + "/s";
+    const double per_second = static_cast<double>(done_) / elapsed;
+    line += ", " + (in_bytes ? format_fixed(per_second / 1e6, 1) : format_fixed(per_second, 1)) +
+            " " + unit + "/s";
     if (bytes_ > 0)
       line += ", " + format_fixed(static_cast<double>(bytes_) / 1e6 / elapsed, 1) + " MB/s";
   }

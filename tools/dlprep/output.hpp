@@ -86,8 +86,9 @@ class Progress {
   bool enabled() const { return enabled_; }
   /// Records `items` more done (and `bytes` more processed, for the MB/s figure).
   void step(uint64_t items = 1, uint64_t bytes = 0);
-  /// Sets the absolute count (for library callbacks that report done/total themselves).
-  void set(uint64_t done, uint64_t total);
+  /// Sets the absolute count (for library callbacks that report done/total themselves) and,
+  /// if not empty, the stage shown after the command's name, e.g. "pass 2".
+  void set(uint64_t done, uint64_t total, const std::string& stage = {});
   /// Erases the line (on a terminal) or ends it with a newline; called by the destructor.
   void finish();
 
@@ -96,7 +97,7 @@ class Progress {
   bool enabled_ = false;
   bool tty_ = false;
   bool drawn_ = false;
-  std::string what_, unit_;
+  std::string what_, unit_, stage_;
   uint64_t total_ = 0, done_ = 0, bytes_ = 0;
   size_t width_ = 0;  ///< length of the last line drawn, to blank it
   std::chrono::steady_clock::time_point start_, last_draw_;

@@ -6,54 +6,64 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "core/cuda_check.hpp"
 
 namespace dlprep::cuda {
 
-/// Memory that grows to the largest request and is reused: device memory (cudaMalloc) or
-/// page-locked host memory (cudaMallocHost). Growing discards the contents.
-template <bool kPinnedHost>
-class GrowingMemory {
+/// An array of T that grows to the largest request and is reused: device memory (cudaMalloc) or
+/// page-locked host memory (cudaHostAlloc, portable). Growing discards the contents; cudaFree
+/// synchronises the device, which is why these only grow, and rarely.
+template <class T, bool kPinnedHost>
+class GrowingArray {
  public:
-  GrowingMemory() = default;
-  GrowingMemory(const GrowingMemory&) = delete;
-  GrowingMemory& operator=(const GrowingMemory&) = delete;
-  ~GrowingMemory() { release(); }
+  GrowingArray() = default;
+  GrowingArray(const GrowingArray&) = delete;
+  GrowingArray& operator=(const GrowingArray&) = delete;
+  ~GrowingArray() { release(); }
 
-  /// At least `bytes` bytes (and at least 1, so that the pointer is never null).
-  void* reserve(size_t bytes) {
-    if (bytes == 0) bytes = 1;
-    if (bytes > capacity_) {
-      release();
-      if constexpr (kPinnedHost)
-        DLPREP_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-      else
-        DLPREP_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-      capacity_ = bytes;
-    }
-    return ptr_;
+  /// Room for at least `n` elements. Never leaves a null pointer behind, even for 0 (CUB reads a
+  /// null temporary buffer as a size query).
+  T* reserve(size_t n) {
+    if (p_ != nullptr && n <= n_) return p_;
+    release();
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(n, 1) * sizeof(T);
+    if constexpr (kPinnedHost)
+      DLPREP_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    else
+      DLPREP_CUDA_CHECK(cudaMalloc(&p, bytes));
+    p_ = static_cast<T*>(p);
+    n_ = n;
+    return p_;
   }
-  void* data() const { return ptr_; }
-  size_t capacity() const { return capacity_; }
+  T* get() const { return p_; }
+  void release() noexcept {
+    if (p_ != nullptr) {
+      if constexpr (kPinnedHost)
+        (void)cudaFreeHost(p_);
+      else
+        (void)cudaFree(p_);
+    }
+    p_ = nullptr;
+    n_ = 0;
+  }
+  void swap(GrowingArray& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+  }
 
  private:
-  void release() noexcept {
-    if (ptr_ != nullptr) {
-      if constexpr (kPinnedHost)
-        (void)cudaFreeHost(ptr_);
-      else
-        (void)cudaFree(ptr_);
-    }
-    ptr_ = nullptr;
-    capacity_ = 0;
-  }
-  void* ptr_ = nullptr;
-  size_t capacity_ = 0;
+  T* p_ = nullptr;
+  size_t n_ = 0;
 };
-using DeviceMemory = GrowingMemory<false>;
-using PinnedMemory = GrowingMemory<true>;
+template <class T>
+using DeviceArray = GrowingArray<T, false>;
+template <class T>
+using PinnedArray = GrowingArray<T, true>;
 
 /// A non-blocking stream (it never synchronises with the legacy default stream), optionally at
 /// the lowest priority the device offers. On current GPUs that is also the default priority

@@ -45,8 +45,8 @@ struct CopyBench::Impl {
   size_t bytes;
   Stream stream;
   Event start, stop;
-  DeviceMemory device_a, device_b;
-  PinnedMemory pinned;
+  DeviceArray<uint8_t> device_a, device_b;
+  PinnedArray<uint8_t> pinned;
   std::vector<uint8_t> pageable;
 
   explicit Impl(size_t n) : bytes(n), pageable(n == 0 ? 1 : n) {
@@ -54,7 +54,7 @@ struct CopyBench::Impl {
     device_b.reserve(n);
     std::memset(pinned.reserve(n), 0x5A, n == 0 ? 1 : n);  // touched: no first-use faults timed
     std::memset(pageable.data(), 0xA5, pageable.size());
-    DLPREP_CUDA_CHECK(cudaMemsetAsync(device_a.data(), 0x3C, n == 0 ? 1 : n, stream.get()));
+    DLPREP_CUDA_CHECK(cudaMemsetAsync(device_a.get(), 0x3C, n == 0 ? 1 : n, stream.get()));
     stream.synchronize();
   }
   float time(void* dst, const void* src, cudaMemcpyKind kind) {
@@ -70,18 +70,18 @@ CopyBench::CopyBench(size_t bytes) : impl_(new Impl(bytes)) {}
 CopyBench::~CopyBench() { delete impl_; }
 
 float CopyBench::h2d_pinned_ms() {
-  return impl_->time(impl_->device_a.data(), impl_->pinned.data(), cudaMemcpyHostToDevice);
+  return impl_->time(impl_->device_a.get(), impl_->pinned.get(), cudaMemcpyHostToDevice);
 }
 float CopyBench::h2d_pageable_ms() {
   // From pageable memory the driver stages through its own pinned buffers; the event pair still
   // brackets the whole copy (cudaMemcpyAsync returns only once the source was consumed).
-  return impl_->time(impl_->device_a.data(), impl_->pageable.data(), cudaMemcpyHostToDevice);
+  return impl_->time(impl_->device_a.get(), impl_->pageable.data(), cudaMemcpyHostToDevice);
 }
 float CopyBench::d2h_pinned_ms() {
-  return impl_->time(impl_->pinned.data(), impl_->device_a.data(), cudaMemcpyDeviceToHost);
+  return impl_->time(impl_->pinned.get(), impl_->device_a.get(), cudaMemcpyDeviceToHost);
 }
 float CopyBench::d2d_ms() {
-  return impl_->time(impl_->device_b.data(), impl_->device_a.data(), cudaMemcpyDeviceToDevice);
+  return impl_->time(impl_->device_b.get(), impl_->device_a.get(), cudaMemcpyDeviceToDevice);
 }
 
 }  // namespace dlprep::cuda

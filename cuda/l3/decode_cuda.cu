@@ -105,9 +105,10 @@ using namespace l3_detail;
 struct L3BatchDecoder::Impl {
   explicit Impl(bool low_priority) : stream(low_priority) {}
   Stream stream;
-  DeviceMemory input, work, output, status, failed;
-  PinnedMemory staging;  // the packed work list, then the failure flag
-  Event events[5];       // start, uploaded, decoded, tensor download queued, downloaded
+  DeviceArray<uint8_t> input, work, output, status;
+  DeviceArray<uint32_t> failed;
+  PinnedArray<uint8_t> staging;  // the packed work list, then the failure flag
+  Event events[5];               // start, uploaded, decoded, tensor download queued, downloaded
   L3DecodeTimings timings;
 
   // Queues the work-list upload, the kernel and the flag download after events[0]; returns once
@@ -116,15 +117,15 @@ struct L3BatchDecoder::Impl {
            bool files_queued) {
     cudaStream_t s = stream.get();
     const WorkLayout layout = work_layout(plan);
-    auto* host = static_cast<uint8_t*>(staging.reserve(layout.bytes + sizeof(uint32_t)));
+    uint8_t* const host = staging.reserve(layout.bytes + sizeof(uint32_t));
     pack_work(plan, host);
     uint32_t* const flag = reinterpret_cast<uint32_t*>(host + layout.bytes);
     *flag = 0;
     if (!files_queued) events[0].record(s);
-    auto* d_work = static_cast<uint8_t*>(work.reserve(layout.bytes));
+    uint8_t* const d_work = work.reserve(layout.bytes);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(d_work, host, layout.bytes, cudaMemcpyHostToDevice, s));
-    auto* d_status = static_cast<uint8_t*>(status.reserve(plan.tasks.size()));
-    auto* d_failed = static_cast<uint32_t*>(failed.reserve(sizeof(uint32_t)));
+    uint8_t* const d_status = status.reserve(plan.tasks.size());
+    uint32_t* const d_failed = failed.reserve(1);
     launch_decode(plan, device_in, d_work, device_out, d_status, d_failed, s, events[1].get());
     events[2].record(s);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(flag, d_failed, sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
@@ -147,11 +148,11 @@ void L3BatchDecoder::decode(const l3::BatchPlan& plan, const uint8_t* const* fil
   m.events[0].record(s);
   // Files from pageable memory: the driver stages them (the pipeline's pinned staging avoids
   // this); the copies are ordered before the kernel on the stream either way.
-  auto* in = static_cast<uint8_t*>(m.input.reserve(plan.input_bytes));
+  uint8_t* const in = m.input.reserve(plan.input_bytes);
   for (size_t i = 0; i < plan.images.size(); ++i)
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(in + plan.images[i].src, files[i], plan.images[i].file_bytes,
                                       cudaMemcpyHostToDevice, s));
-  auto* tensor = static_cast<uint8_t*>(m.output.reserve(plan.output_bytes));
+  uint8_t* const tensor = m.output.reserve(plan.output_bytes);
   m.run(plan, in, tensor, true);
   // The download's span starts here, after run() waited on the host for the failure flag.
   m.events[3].record(s);

@@ -31,9 +31,10 @@ namespace {
 struct Slot {
   explicit Slot(bool low_priority) : stream(low_priority) {}
   Stream stream;
-  PinnedMemory staging;  // [files | work list | flag]
-  DeviceMemory device;   // [files | work list]
-  DeviceMemory status, failed;
+  PinnedArray<uint8_t> staging;  // [files | work list | flag]
+  DeviceArray<uint8_t> device;   // [files | work list]
+  DeviceArray<uint8_t> status;
+  DeviceArray<uint32_t> failed;
   Event events[4];
   const l3::BatchPlan* plan = nullptr;
   uint32_t* flag = nullptr;  // in `staging`
@@ -57,7 +58,7 @@ struct L3Pipeline::Impl {
     const l3::SlotRing::Entry e = ring.push();  // throws when full, before touching a slot
     Slot& slot = *slots[e.slot];
     try {
-      auto* host = static_cast<uint8_t*>(slot.staging.reserve(input + layout.bytes + 16));
+      uint8_t* const host = slot.staging.reserve(input + layout.bytes + 16);
       if (files != nullptr)
         for (size_t i = 0; i < plan.images.size(); ++i)
           std::memcpy(host + plan.images[i].src, files[i], plan.images[i].file_bytes);
@@ -66,9 +67,9 @@ struct L3Pipeline::Impl {
       *slot.flag = 0;
       // The device buffer mirrors the staging layout: [files | work list].
       const size_t device_input = align16(plan.input_bytes);
-      auto* device = static_cast<uint8_t*>(slot.device.reserve(device_input + layout.bytes));
-      auto* status = static_cast<uint8_t*>(slot.status.reserve(plan.tasks.size()));
-      auto* failed = static_cast<uint32_t*>(slot.failed.reserve(sizeof(uint32_t)));
+      uint8_t* const device = slot.device.reserve(device_input + layout.bytes);
+      uint8_t* const status = slot.status.reserve(plan.tasks.size());
+      uint32_t* const failed = slot.failed.reserve(1);
       cudaStream_t s = slot.stream.get();
       slot.events[0].record(s);
       if (files != nullptr) {  // one copy: files and work list are contiguous in staging
@@ -108,9 +109,7 @@ struct L3Pipeline::Impl {
       throw Error(Errc::device_failure,
                   "l3 cuda pipeline: batch " + std::to_string(e.ticket) + " could not be queued");
     slot.events[3].synchronize();
-    if (*slot.flag != 0)
-      throw_first_failure(*plan, static_cast<const uint8_t*>(slot.status.data()),
-                          slot.stream.get());
+    if (*slot.flag != 0) throw_first_failure(*plan, slot.status.get(), slot.stream.get());
     if (timings != nullptr)
       *timings = {slot.events[1].since(slot.events[0]), slot.events[2].since(slot.events[1]),
                   slot.events[3].since(slot.events[2])};

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_resources.hpp"
 #include "core/error.hpp"
 #include "tabular/criteo_kernels.cuh"
 #include "tabular/parse_row.hpp"
@@ -132,66 +133,6 @@ constexpr size_t kDefaultChunkBytes = size_t{64} << 20;
 // Positions inside a chunk are 32-bit; this keeps every offset and count far from 2^32.
 constexpr size_t kMaxChunkBytes = size_t{256} << 20;
 constexpr uint32_t kNoBadLine = 0xFFFFFFFFu;
-
-// Device memory that grows (contents lost) and is freed on destruction. cudaFree synchronises
-// the device, which is why buffers only grow, and rarely.
-template <class T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() { release(); }
-  T* get() const { return p_; }
-  size_t size() const { return n_; }
-  // Never leaves a null pointer behind (CUB reads a null temporary buffer as "size query").
-  void reserve(size_t n) {
-    if (p_ != nullptr && n <= n_) return;
-    release();
-    DLPREP_CUDA_CHECK(
-        cudaMalloc(reinterpret_cast<void**>(&p_), std::max<size_t>(n, 1) * sizeof(T)));
-    n_ = n;
-  }
-  void release() noexcept {
-    if (p_ != nullptr) (void)cudaFree(p_);
-    p_ = nullptr;
-    n_ = 0;
-  }
-  void swap(DeviceArray& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
-
-// Pinned host memory that grows (contents lost).
-template <class T>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-  ~PinnedArray() {
-    if (p_ != nullptr) (void)cudaFreeHost(p_);
-  }
-  T* get() const { return p_; }
-  void reserve(size_t n) {
-    if (p_ != nullptr && n <= n_) return;
-    if (p_ != nullptr) DLPREP_CUDA_CHECK(cudaFreeHost(p_));
-    p_ = nullptr;
-    n_ = 0;
-    DLPREP_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&p_),
-                                    std::max<size_t>(n, 1) * sizeof(T), cudaHostAllocPortable));
-    n_ = n;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
 
 // Rows a chunk of `bytes` input bytes can hold: text rows are at least kMinRowBytes long, and
 // binary rows are 160 bytes.

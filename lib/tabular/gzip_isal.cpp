@@ -36,6 +36,8 @@ class IsalReader final : public GzipReader {
         isal_inflate_reset(&state_);
         state_.crc_flag = ISAL_GZIP;
         member_started_ = false;
+        member_offset_ = consumed_ - state_.avail_in;
+        flags_checked_ = false;
         continue;
       }
       if (state_.avail_in == 0 && eof_) {
@@ -45,6 +47,7 @@ class IsalReader final : public GzipReader {
         }
         throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
       }
+      if (!flags_checked_) check_flags();
       size_t room = capacity - produced;
       if (room > (uint32_t{1} << 30)) room = uint32_t{1} << 30;
       state_.next_out = out + produced;
@@ -65,6 +68,18 @@ class IsalReader final : public GzipReader {
   uint64_t compressed_bytes() const override { return consumed_; }
 
  private:
+  // RFC 1952: a member whose header sets a reserved flag bit must be rejected. isal_inflate
+  // ignores them (zlib does not), so its FLG byte, the 4th of the member, is checked here as soon
+  // as it is in the input window, before isal_inflate consumes it.
+  void check_flags() {
+    const uint64_t window = consumed_ - state_.avail_in;  // file offset of next_in[0]
+    const uint64_t flg = member_offset_ + 3;
+    if (flg < window || flg >= consumed_) return;  // not read yet (or never: a short file)
+    flags_checked_ = true;
+    if ((state_.next_in[flg - window] & 0xE0) != 0)
+      throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (reserved header flags set)");
+  }
+
   void refill() {
     for (;;) {
       ssize_t n = ::read(fd_, in_.data(), in_.size());
@@ -82,16 +97,15 @@ class IsalReader final : public GzipReader {
   std::string name_;
   std::vector<uint8_t> in_;
   inflate_state state_{};
-  bool eof_ = false, done_ = false, member_started_ = false;
+  bool eof_ = false, done_ = false, member_started_ = false, flags_checked_ = false;
   uint64_t members_ = 0, consumed_ = 0;
+  uint64_t member_offset_ = 0;  ///< file offset of the current member's first byte
 };
 
 }  // namespace
 
-std::unique_ptr<GzipReader> open_gzip_reader(int fd, const std::string& name) {
+std::unique_ptr<GzipReader> open_isal_gzip_reader(int fd, const std::string& name) {
   return std::make_unique<IsalReader>(fd, name);
 }
-
-const char* gzip_backend_name() noexcept { return "isal"; }
 
 }  // namespace dlprep::tabular

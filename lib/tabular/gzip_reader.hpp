@@ -1,10 +1,13 @@
 // Streaming gzip decompression in bounded memory (multi-member streams included). Backends:
-// ISA-L's isal_inflate (gzip_isal.cpp, 2-3x zlib) or zlib (gzip_zlib.cpp); CMake picks one file.
+// ISA-L's isal_inflate (gzip_isal.cpp, 2-3x zlib), built when libisal is installed, and zlib
+// (gzip_zlib.cpp), always built: the portable fallback, and the reference that the tests and
+// fuzz_gzip_read check ISA-L against. gzip_reader.cpp is the only file that knows which were built.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace dlprep::tabular {
@@ -20,10 +23,23 @@ class GzipReader {
   virtual uint64_t compressed_bytes() const = 0;
 };
 
-/// Opens the backend compiled in. `name` is used in error messages.
+/// A backend built into this dlprep. `open`'s `name` is used in error messages.
+struct GzipBackend {
+  const char* name;  ///< "isal" or "zlib"
+  std::unique_ptr<GzipReader> (*open)(int fd, const std::string& name);
+};
+
+/// The backends built in, fastest first; zlib is always among them.
+std::span<const GzipBackend> gzip_backends() noexcept;
+
+/// Opens the fastest backend (the first of gzip_backends()).
 std::unique_ptr<GzipReader> open_gzip_reader(int fd, const std::string& name);
 
-/// "isal" or "zlib".
+/// The fastest backend's name: "isal" or "zlib".
 const char* gzip_backend_name() noexcept;
+
+/// Each backend's opener, defined in its own file (the ISA-L one only when it was built).
+std::unique_ptr<GzipReader> open_isal_gzip_reader(int fd, const std::string& name);
+std::unique_ptr<GzipReader> open_zlib_gzip_reader(int fd, const std::string& name);
 
 }  // namespace dlprep::tabular

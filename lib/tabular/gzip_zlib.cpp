@@ -1,4 +1,5 @@
-// gzip via zlib: the portable fallback when ISA-L is not installed. Multi-member via inflateReset.
+// gzip via zlib: the portable fallback when ISA-L is not installed, and the reference it is
+// tested against. Multi-member via inflateReset.
 #include <unistd.h>
 #include <zlib.h>
 
@@ -77,10 +78,8 @@ class ZlibReader final : public GzipReader {
 
 }  // namespace
 
-std::unique_ptr<GzipReader> open_gzip_reader(int fd, const std::string& name) {
+std::unique_ptr<GzipReader> open_zlib_gzip_reader(int fd, const std::string& name) {
   return std::make_unique<ZlibReader>(fd, name);
 }
-
-const char* gzip_backend_name() noexcept { return "zlib"; }
 
 }  // namespace dlprep::tabular

@@ -1,6 +1,10 @@
 // dlprep l3 verify FILE.l3… [--against ORIGINAL]: structure and every patch checksum (by decoding),
-// and with --against, bit-exact equality with the original image.
+// and with --against, bit-exact equality with the original image, or with the originals of a
+// whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
 #include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
 #include <iostream>
 #include <memory>
 #include <new>
@@ -90,26 +94,75 @@ Result verify_one(const InputFile& input, const Image* original, const std::stri
   return result;
 }
 
+// Decodes the original by whatever codec its magic bytes name; throws naming its path.
+Image decode_original(const std::filesystem::path& path) {
+  try {
+    MappedFile file(path);
+    return image::decode_any(file.bytes());
+  } catch (const Error& e) {
+    throw with_path(path, e);
+  }
+}
+
+// The originals of a tree that l3 encode mirrored: OUT/rel/NAME.l3 came from IN/rel/NAME.EXT, so
+// each L3 file's original is found by its relative path without the extension.
+struct Pairing {
+  std::vector<std::filesystem::path> originals;  ///< per L3 file; empty when it has none
+  std::vector<std::string> problems;             ///< per L3 file: why it has none
+  std::vector<std::string> missing;              ///< originals without their L3 file
+};
+
+Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against) {
+  std::map<std::filesystem::path, std::vector<std::filesystem::path>> by_key;
+  for (const auto& c : collect_inputs({against}, [](const image::Codec&) { return true; }))
+    by_key[std::filesystem::path(c.relative).replace_extension()].push_back(c.path);
+  Pairing p;
+  p.originals.resize(inputs.size());
+  p.problems.resize(inputs.size());
+  std::set<std::filesystem::path> paired;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto key = std::filesystem::path(inputs[i].relative).replace_extension();
+    auto it = by_key.find(key);
+    if (it == by_key.end()) {
+      p.problems[i] = display_path(inputs[i].path) + ": no original " +
+                      display_path(std::filesystem::path(against) / key) + ".* to compare with";
+      continue;
+    }
+    paired.insert(key);
+    if (it->second.size() > 1)
+      p.problems[i] = display_path(inputs[i].path) + ": two originals, " +
+                      display_path(it->second[0]) + " and " + display_path(it->second[1]);
+    else
+      p.originals[i] = it->second[0];
+  }
+  for (const auto& [key, paths] : by_key)
+    if (!paired.count(key))
+      for (const auto& path : paths)
+        p.missing.push_back(display_path(path));
+  return p;
+}
+
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs);
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
-  if (!options.against.empty() && inputs.size() != 1)
+  const bool trees = !options.against.empty() && std::filesystem::is_directory(options.against);
+  if (trees && (options.inputs.size() != 1 || !std::filesystem::is_directory(options.inputs[0])))
+    throw Error(Errc::invalid_argument,
+                "--against " + options.against +
+                    ": a directory of originals needs a single FILE that is a directory too");
+  if (!options.against.empty() && !trees && inputs.size() != 1)
     throw Error(Errc::invalid_argument, "--against: compares one l3 file with its original, but " +
                                             std::to_string(inputs.size()) + " files were given");
 
-  // The original is decoded once, by whatever codec its magic bytes name.
+  // One original, decoded once; or one per L3 file, decoded by the thread that checks it.
   std::unique_ptr<Image> original;
-  std::string original_name = options.against;
-  if (!options.against.empty()) {
-    try {
-      MappedFile file(options.against);
-      original = std::make_unique<Image>(image::decode_any(file.bytes()));
-    } catch (const Error& e) {
-      throw with_path(options.against, e);
-    }
-  }
+  Pairing pairing;
+  if (trees)
+    pairing = pair_with_originals(inputs, options.against);
+  else if (!options.against.empty())
+    original = std::make_unique<Image>(decode_original(options.against));
 
   size_t n = inputs.size();
   unsigned file_threads =
@@ -118,13 +171,29 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<Result> results(n);
   Progress progress(globals, kCommand, n);
   parallel_for(n, file_threads, [&](size_t i) {
-    results[i] = verify_one(inputs[i], original.get(), original_name, patch_threads);
+    if (!trees) {
+      results[i] = verify_one(inputs[i], original.get(), options.against, patch_threads);
+    } else if (!pairing.problems[i].empty()) {
+      results[i] = {kExitFailure, pairing.problems[i], {}};
+    } else {
+      try {
+        const Image image = decode_original(pairing.originals[i]);
+        results[i] =
+            verify_one(inputs[i], &image, display_path(pairing.originals[i]), patch_threads);
+      } catch (const Error& e) {
+        results[i] = {kExitFailure, e.what(), {}};
+      } catch (const std::exception& e) {  // std::bad_alloc from a huge original
+        results[i] = {kExitFailure, display_path(pairing.originals[i]) + ": " + e.what(), {}};
+      }
+    }
     if (results[i].code != kExitOk) print_error(kCommand, results[i].message);
     progress.step();
   });
   progress.finish();
+  for (const auto& path : pairing.missing)
+    print_error(kCommand, path + ": no l3 file for it in " + options.inputs[0]);
 
-  int code = kExitOk;
+  int code = pairing.missing.empty() ? kExitOk : kExitFailure;
   Json files = Json::array();
   for (size_t i = 0; i < n; ++i) {
     const Result& r = results[i];
@@ -148,6 +217,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   if (globals.json) {
     Json doc = {{"schema", "dlprep.l3-verify/1"}, {"files", files}};
     if (!options.against.empty()) doc["against"] = options.against;
+    if (trees) doc["missing"] = pairing.missing;  // originals without their L3 file
     print_json(doc);
   }
   return code;
@@ -162,11 +232,15 @@ Action add_l3_verify_command(CLI::App& l3) {
   cmd->add_option("FILE", options->inputs, "L3 files, or directories (walked recursively)")
       ->required()
       ->type_name("FILE|DIR");
-  cmd->add_option("--against", options->against, "original image (any format) to compare with")
-      ->type_name("ORIGINAL");
+  cmd->add_option("--against", options->against,
+                  "original image (any format) to compare with, or the directory of originals")
+      ->type_name("ORIGINAL|DIR");
   cmd->footer(
       "ORIGINAL may be in any format dlprep reads (sniffed from its magic bytes); it needs a\n"
-      "single FILE.\n"
+      "single FILE. With a directory of originals, FILE is the one directory that\n"
+      "`l3 encode DIR/ -o FILE/` wrote: FILE/a/b.l3 is compared with DIR/a/b.* (any image\n"
+      "format), and an L3 file without its original, or an original without its L3 file,\n"
+      "is a failure.\n"
       "Each file is fully decoded, so every patch checksum is checked. With --against the\n"
       "decoded pixels must equal the original's exactly; on a difference the first differing\n"
       "pixel (x, y, channel) is named and the exit status is 3. A file that cannot be read or is\n"
@@ -174,7 +248,8 @@ Action add_l3_verify_command(CLI::App& l3) {
       "\n"
       "Examples:\n"
       "  dlprep l3 verify dataset-l3/\n"
-      "  dlprep l3 verify photo.l3 --against photo.png\n");
+      "  dlprep l3 verify photo.l3 --against photo.png\n"
+      "  dlprep l3 verify dataset-l3/ --against dataset/\n");
   return [options](const Globals& globals) { return run_verify(*options, globals); };
 }
 

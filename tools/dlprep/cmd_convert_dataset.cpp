@@ -186,10 +186,10 @@ Action add_convert_dataset_command(CLI::App& app) {
       kCommand, "convert images into a dlprep dataset in one format or a mix of formats");
   cmd->add_option("SRC", o->source, "image folder tree, list file, or dlprep dataset")
       ->required()
-      ->type_name("SRC");
+      ->type_name("DIR|LIST");
   cmd->add_option("DST", o->destination, "dataset directory to create or update")
       ->required()
-      ->type_name("DST");
+      ->type_name("DIR");
   auto* to = cmd->add_option("--to", o->to,
                              "one target format: l3, png[:LEVEL], bmp, ppm, "
                              "webp[:lossless|QUALITY], jpeg[:QUALITY]")
@@ -218,7 +218,9 @@ Action add_convert_dataset_command(CLI::App& app) {
   max_side->excludes(resize);
   cmd->add_flag("--center-crop", o->center_crop,
                 "with --resize: first crop the largest centred region with WxH's aspect ratio");
-  cmd->add_option("--seed", o->seed, "seed of the mix assignment")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed of the mix assignment")
+      ->capture_default_str()
+      ->type_name("N");
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
       ->type_name("K/N");
   cmd->add_option("--shards", o->shards,

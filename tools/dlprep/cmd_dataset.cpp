@@ -162,25 +162,33 @@ Action add_dataset_command(CLI::App& app) {
       "  dlprep dataset merge part0/ part1/ part2/ part3/ -o train-l3/\n");
 
   CLI::App* info = ds->add_subcommand("info", "summary of a dataset: source, mix, counts");
-  info->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
+  info->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DIR");
   info->footer(
       "Prints the source, the mix, the layout (files, or tar and its number of shards), the\n"
       "resize/crop transform (if any), the samples and bytes per format (and per class with -v)\n"
-      "from dataset.json; --json prints the whole manifest.\n");
+      "from dataset.json; --json prints the whole manifest.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep dataset info train-mix/\n"
+      "  dlprep --json dataset info train-mix/ > manifest.json\n");
 
   CLI::App* verify = ds->add_subcommand(
       "verify", "check every sample: exists, size, crc32, format, decodes to its shape");
-  verify->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DST");
+  verify->add_option("DST", o->dataset, "dataset directory")->required()->type_name("DIR");
   verify->footer(
       "Reads every file of the index (in parallel with -j) and decodes it; in a tar dataset\n"
       "every member, found under its own header at the recorded offset, followed by its .cls.\n"
       "A sample that is missing or whose size, crc32, format or shape differs from the index is\n"
       "named on stderr and the exit status is 3; a file that matches its checksum but does not\n"
       "decode gives 1.\n"
-      "An incomplete dataset (an interrupted conversion) is also a difference.\n");
+      "An incomplete dataset (an interrupted conversion) is also a difference.\n"
+      "\n"
+      "Examples:\n"
+      "  dlprep -j8 dataset verify train-mix/\n"
+      "  dlprep --json dataset verify train-mix/ > verify.json\n");
 
   CLI::App* merge = ds->add_subcommand("merge", "join the shards of a --shard K/N conversion");
-  merge->add_option("DST", o->inputs, "the shard datasets")->required()->type_name("DST...");
+  merge->add_option("DST", o->inputs, "the shard datasets")->required()->type_name("DIR");
   merge->add_option("-o,--output", o->output, "the merged dataset directory")
       ->required()
       ->type_name("OUT");
@@ -190,7 +198,8 @@ Action add_dataset_command(CLI::App& app) {
       "would have written; data files (or tar shards) are hard-linked into OUT (copied across\n"
       "file systems).\n"
       "\n"
-      "Example (a Slurm array of 8 tasks, then one merge):\n"
+      "Examples:\n"
+      "  # a Slurm array of 8 tasks, then one merge\n"
       "  dlprep convert-dataset train/ parts/$SLURM_ARRAY_TASK_ID --to l3 \\\n"
       "      --shard $SLURM_ARRAY_TASK_ID/8\n"
       "  dlprep dataset merge parts/* -o train-l3/\n");

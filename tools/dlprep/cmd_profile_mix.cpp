@@ -90,7 +90,7 @@ Action add_profile_mix_command(CLI::App& app) {
       kCommand, "find the mix of formats that balances storage against decode (Liquid)");
   cmd->add_option("DATASET", o->dataset, "dlprep dataset, image folder tree, or list file")
       ->required()
-      ->type_name("DATASET");
+      ->type_name("DIR|LIST");
   cmd->add_option("--formats", o->formats,
                   "candidate formats, comma-separated (default: png,bmp,l3)")
       ->type_name("FMT[:OPTS],...");

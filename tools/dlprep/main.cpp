@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
+#include "help_formatter.hpp"
 #include "output.hpp"
 #include "version.hpp"
 
@@ -100,6 +101,7 @@ int run(int argc, char** argv) {
   install_interrupt_handler();
 
   CLI::App app("dlprep: data preparation for deep-learning training", "dlprep");
+  app.formatter(std::make_shared<HelpFormatter>());  // subcommands inherit it
   app.get_formatter()->column_width(30);
   app.set_help_flag("-h,--help", "print this help and exit");
   app.set_version_flag("--version", version_string(),

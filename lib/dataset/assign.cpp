@@ -36,7 +36,7 @@ double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
 
 uint64_t key_hash(std::string_view key, uint64_t seed) { return mix64(fnv1a(key) ^ mix64(seed)); }
 
-MixAssigner::MixAssigner(std::vector<double> ratios, uint64_t seed) : seed_(seed) {
+MixAssigner::MixAssigner(const std::vector<double>& ratios, uint64_t seed) : seed_(seed) {
   if (ratios.empty()) throw Error(Errc::invalid_argument, "empty mix");
   double sum = 0;
   for (double r : ratios) cumulative_.push_back(sum += r);

@@ -22,7 +22,7 @@ uint64_t key_hash(std::string_view key, uint64_t seed);
 class MixAssigner {
  public:
   /// `ratios` sum to 1 (see parse_mix); throws Error(invalid_argument) if empty.
-  MixAssigner(std::vector<double> ratios, uint64_t seed);
+  MixAssigner(const std::vector<double>& ratios, uint64_t seed);
   /// Registers a sample of the whole dataset (every shard). Not thread-safe.
   void add(std::string_view label, std::string_view key);
   /// Sorts; call once after every add() and before assign().

@@ -104,7 +104,7 @@ int run(int argc, char** argv) {
   app.formatter(std::make_shared<HelpFormatter>());  // subcommands inherit it
   app.get_formatter()->column_width(30);
   app.set_help_flag("-h,--help", "print this help and exit");
-  app.set_version_flag("--version", version_string(),
+  app.set_version_flag("--version", version_with_machine(),
                        "print the version and the compiled-in features");
 
   Globals globals;

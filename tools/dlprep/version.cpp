@@ -2,6 +2,9 @@
 // DLPREP_VERSION and DLPREP_HAVE_<FEATURE>=0|1 to this file only.
 #include "version.hpp"
 
+#include "l3/l3.hpp"
+#include "tabular/gzip_reader.hpp"
+
 #if DLPREP_HAVE_CUDA
 #include "core/device_info.hpp"
 #endif
@@ -31,6 +34,13 @@ std::string version_string() {
   add("xrt");
 #endif
   return std::string("dlprep ") + DLPREP_VERSION + " (" + features + ")";
+}
+
+std::string version_with_machine() {
+  std::string s = version_string();
+  s.pop_back();  // the ')'
+  return s + " l3-cpu=" + std::string(l3::kernels_name()) +
+         " gzip=" + tabular::gzip_backend_name() + ")";
 }
 
 }  // namespace dlprep::cli

@@ -5,7 +5,11 @@
 
 namespace dlprep::cli {
 
-/// e.g. "dlprep 0.1.0 (png jpeg webp l3 cuda=13.0)".
+/// The build, as manifests record their writer: e.g. "dlprep 0.1.0 (png jpeg webp l3 cuda=13.0)".
 std::string version_string();
+
+/// What --version prints, for bug reports: the build and what this machine runs with it, the L3
+/// CPU kernels and the gzip inflater, e.g. "dlprep 0.1.0 (png l3 l3-cpu=avx2 gzip=zlib)".
+std::string version_with_machine();
 
 }  // namespace dlprep::cli

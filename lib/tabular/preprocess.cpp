@@ -833,8 +833,16 @@ std::string PreprocessStats::to_json() const {
 }
 
 PreprocessStats preprocess(const PreprocessOptions& options) {
-  Run run(options);
-  return run.run();
+  // A run that fails leaves no trace: the output directory it created goes again while empty.
+  std::error_code ec;
+  const bool existed = fs::exists(options.out_dir, ec);
+  try {
+    Run run(options);
+    return run.run();
+  } catch (...) {
+    if (!existed && fs::is_empty(options.out_dir, ec) && !ec) fs::remove(options.out_dir, ec);
+    throw;
+  }
 }
 
 std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {

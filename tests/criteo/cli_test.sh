@@ -41,6 +41,7 @@ expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
 expect csv_input 1 "$DLPREP" criteo-preprocess /dev/null "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"
 contains csv_input "$T/csv_input.err" "cli_test.sh:1: "
 contains csv_input "$T/csv_input.err" "dlprep: error: criteo-preprocess"
+if [ -e "$T/o2" ]; then echo "FAIL csv_input: the failed run left $T/o2 behind"; fail=1; fi
 # --device cuda: exit 77 with the reason where CUDA is not built in or no GPU is usable; where one
 # is, the run succeeds on it.
 "$DLPREP" --json criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o3" > "$T/device_cuda.out" 2> "$T/device_cuda.err"

@@ -493,11 +493,11 @@ void Run::pass2() {
         if (chunk.empty()) break;
         backend_->pass2_chunk(chunk, indices, sink);
         // The decode cache is not the input: count the day's share of its rows delivered.
-        uint64_t now = cached ? static_cast<uint64_t>(static_cast<double>(ds.input_bytes) *
-                                                      static_cast<double>(rows) /
-                                                      static_cast<double>(std::max<uint64_t>(
-                                                          ds.rows, 1)))
-                              : reader.file_bytes();
+        uint64_t now =
+            cached ? static_cast<uint64_t>(static_cast<double>(ds.input_bytes) *
+                                           static_cast<double>(rows) /
+                                           static_cast<double>(std::max<uint64_t>(ds.rows, 1)))
+                   : reader.file_bytes();
         now = std::clamp(now, last_bytes, ds.input_bytes);
         done_bytes_ += now - last_bytes;
         last_bytes = now;
@@ -511,8 +511,8 @@ void Run::pass2() {
     if (last_bytes < ds.input_bytes) {  // kept on the device, or rows delivered at the flush
       done_bytes_ += ds.input_bytes - last_bytes;
       if (o_.progress)
-        o_.progress(ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2,
-                                  o_.inputs[day].string()});
+        o_.progress(
+            ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
     }
     if (discard && rows != ds.rows) {
       // What the writers check at commit (writers.cpp), when there are none.

@@ -3,11 +3,11 @@
 // whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
 #include <algorithm>
 #include <filesystem>
-#include <map>
-#include <set>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -137,8 +137,7 @@ Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::str
   }
   for (const auto& [key, paths] : by_key)
     if (!paired.count(key))
-      for (const auto& path : paths)
-        p.missing.push_back(display_path(path));
+      for (const auto& path : paths) p.missing.push_back(display_path(path));
   return p;
 }
 

@@ -2,6 +2,8 @@
 // criteo-preprocess reads a day file: every backend built must give the original bytes, or the
 // same kind of error naming the file. zlib is always built, so a build with ISA-L checks it
 // against zlib here (fuzz_gzip_read does the same on hostile bytes).
+#include "tabular/gzip_reader.hpp"
+
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -13,7 +15,6 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
-#include "tabular/gzip_reader.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
@@ -103,8 +104,7 @@ TEST_CASE("gzip backends give back the original bytes, one member or several") {
       {"one member", gzip_member(a), a},
       {"stored (level 0)", gzip_member(b, 0), b},
       {"three members", gzip_member(a) + gzip_member(b, 1) + gzip_member(a, 9), a + b + a},
-      {"an empty member between two", gzip_member(b) + gzip_member(empty) + gzip_member(b),
-       b + b},
+      {"an empty member between two", gzip_member(b) + gzip_member(empty) + gzip_member(b), b + b},
       {"the sample day file", sample_day(), ""},
   };
   for (const auto& c : cases) {

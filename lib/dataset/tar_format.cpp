@@ -166,7 +166,8 @@ Header parse_header(ByteSpan span) {
 bool TarReader::next(Member& member) {
   if (ended_) return false;
   std::optional<std::string> long_name;
-  std::optional<uint64_t> long_size;
+  bool has_long_size = false;  // (not std::optional: GCC 12 warns it may be uninitialised)
+  uint64_t long_size = 0;
   uint64_t start = offset_;
   for (;;) {
     auto at = [&](const std::string& what) {
@@ -181,7 +182,7 @@ bool TarReader::next(Member& member) {
       ByteSpan after = archive_.subspan(offset_ + kBlock);
       if (!is_zero_block(after.first(std::min<size_t>(after.size(), kBlock))))
         throw at("a zero block inside the archive");
-      if (long_name || long_size) throw at("extended header without a member");
+      if (long_name || has_long_size) throw at("extended header without a member");
       ended_ = true;
       return false;
     }
@@ -193,7 +194,7 @@ bool TarReader::next(Member& member) {
     }
     uint64_t data = offset_ + kBlock;
     uint64_t size = h.size;
-    if (is_regular(h.type) && long_size) size = *long_size;
+    if (is_regular(h.type) && has_long_size) size = long_size;
     if (size > archive_.size() - data) throw at("member data past the end of the archive");
     ByteSpan body = archive_.subspan(data, size);
     if (h.type == 'x') {
@@ -223,6 +224,7 @@ bool TarReader::next(Member& member) {
             v = v * 10 + (c - '0');
           }
           long_size = v;
+          has_long_size = true;
         }
         pos += len;
       }
@@ -240,7 +242,7 @@ bool TarReader::next(Member& member) {
     }
     if (h.type == 'g' || h.type == '5') {
       long_name.reset();
-      long_size.reset();
+      has_long_size = false;
       start = data + padded(size);
     }
     offset_ = data + padded(size);

@@ -161,9 +161,9 @@ TEST_CASE("damaged headers and archives are corrupt data, never read out of boun
   }
   SUBCASE("a zero block followed by less than a block (found by fuzz_tar_reader)") {
     Bytes a = archive({{"a.png", "abc"}});
-    a.resize(a.size() - 512 + 100, 0);  // the second zero block cut to 100 bytes
-    CHECK(members_of(a).size() == 1);   // a short zero tail ends the archive, as tar allows
-    a[a.size() - 1] = 7;                // a short tail that is not zero
+    a.erase(a.end() - (512 - 100), a.end());  // the second zero block cut to 100 bytes
+    CHECK(members_of(a).size() == 1);         // a short zero tail ends the archive, as tar allows
+    a[a.size() - 1] = 7;                      // a short tail that is not zero
     CHECK(error_of([&] { members_of(a); }) == Errc::corrupt_data);
   }
   SUBCASE("an unsupported member type") {

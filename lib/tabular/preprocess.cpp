@@ -172,6 +172,12 @@ class Run {
   void pass2();
   void save_vocab(const json& pass1_fp, size_t days_done);
   void check_memory(const char* where);
+  /// Both passes read every input: done_bytes_ of twice their size.
+  void report_progress(const char* pass, size_t day) const {
+    if (o_.progress)
+      o_.progress(
+          ProgressEvent{pass, done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
+  }
   std::string stem(size_t day) const { return "day_" + std::to_string(day); }
   void report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base);
   void open_cache(size_t day);
@@ -374,9 +380,7 @@ void Run::pass1(bool build_vocab, size_t first_day) {
       done_bytes_ += now - last_bytes;
       last_bytes = now;
       check_memory("pass 1");
-      if (o_.progress)
-        o_.progress(
-            ProgressEvent{"pass 1", done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
+      report_progress("pass 1", day);
     }
     backend_->flush();
     ds.input_bytes = reader.file_bytes();
@@ -502,17 +506,13 @@ void Run::pass2() {
         done_bytes_ += now - last_bytes;
         last_bytes = now;
         check_memory("pass 2");
-        if (o_.progress)
-          o_.progress(ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2,
-                                    o_.inputs[day].string()});
+        report_progress("pass 2", day);
       }
       backend_->flush();
     }
     if (last_bytes < ds.input_bytes) {  // kept on the device, or rows delivered at the flush
       done_bytes_ += ds.input_bytes - last_bytes;
-      if (o_.progress)
-        o_.progress(
-            ProgressEvent{"pass 2", done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
+      report_progress("pass 2", day);
     }
     if (discard && rows != ds.rows) {
       // What the writers check at commit (writers.cpp), when there are none.

@@ -244,8 +244,9 @@ void Progress::draw_locked(bool force) {
   double elapsed = std::chrono::duration<double>(now - start_).count();
   // Byte counts read as MB (criteo-preprocess's input runs to GBs); other units as counts.
   const bool in_bytes = unit_ == "bytes";
-  auto count = [in_bytes](uint64_t n) {
-    return in_bytes ? format_fixed(static_cast<double>(n) / 1e6, 1) : std::to_string(n);
+  const double scale = in_bytes ? 1e6 : 1;
+  auto count = [in_bytes, scale](uint64_t n) {
+    return in_bytes ? format_fixed(static_cast<double>(n) / scale, 1) : std::to_string(n);
   };
   const std::string unit = in_bytes ? "MB" : unit_;
   std::string line = what_ + (stage_.empty() ? "" : " (" + stage_ + ")") + ": " + count(done_);
@@ -254,9 +255,8 @@ void Progress::draw_locked(bool force) {
   if (total_ > 0)
     line += " (" + std::to_string(std::min<uint64_t>(100, done_ * 100 / total_)) + "%)";
   if (elapsed > 0) {
-    const double per_second = static_cast<double>(done_) / elapsed;
-    line += ", " + (in_bytes ? format_fixed(per_second / 1e6, 1) : format_fixed(per_second, 1)) +
-            " " + unit + "/s";
+    line +=
+        ", " + format_fixed(static_cast<double>(done_) / elapsed / scale, 1) + " " + unit + "/s";
     if (bytes_ > 0)
       line += ", " + format_fixed(static_cast<double>(bytes_) / 1e6 / elapsed, 1) + " MB/s";
   }

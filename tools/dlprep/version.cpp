@@ -11,7 +11,9 @@
 
 namespace dlprep::cli {
 
-std::string version_string() {
+namespace {
+
+std::string build_features() {
   std::string features;
   auto add = [&](const std::string& feature) {
     if (!features.empty()) features += ' ';
@@ -33,14 +35,19 @@ std::string version_string() {
 #if DLPREP_HAVE_XRT
   add("xrt");
 #endif
-  return std::string("dlprep ") + DLPREP_VERSION + " (" + features + ")";
+  return features;
+}
+
+}  // namespace
+
+std::string version_string() {
+  return std::string("dlprep ") + DLPREP_VERSION + " (" + build_features() + ")";
 }
 
 std::string version_with_machine() {
-  std::string s = version_string();
-  s.pop_back();  // the ')'
-  return s + " l3-cpu=" + std::string(l3::kernels_name()) +
-         " gzip=" + tabular::gzip_backend_name() + ")";
+  return std::string("dlprep ") + DLPREP_VERSION + " (" + build_features() +
+         " l3-cpu=" + std::string(l3::kernels_name()) + " gzip=" + tabular::gzip_backend_name() +
+         ")";
 }
 
 }  // namespace dlprep::cli

@@ -7,7 +7,8 @@
 # the CUDA backend against the CPU backend's before it times anything.
 #
 # Usage: tests/bench/criteo_cuda_bench.sh BUILD_DIR [ROWS...]     (default ROWS: 1000000 10000000)
-#   REPEATS=N (default 3) timed runs after one warm-up; CRITEO_GZ=1 also times gzip input.
+#   REPEATS=N (default 3) timed runs after one warm-up; MODULI (default "5000 1000000");
+#   CRITEO_GZ=1 also times gzip input.
 set -eu
 B=$1
 shift
@@ -28,7 +29,7 @@ for n in $ROWS; do
     GZ="--gz $T.gz"
   fi
   cat "$T" "$C/criteo_$n.bin" > /dev/null   # page cache
-  for m in 5000 1000000; do
+  for m in ${MODULI:-5000 1000000}; do
     echo "== load: $(uptime)"
     # shellcheck disable=SC2086
     "$B/criteo_bench" --cuda --input "$T" --bin "$C/criteo_$n.bin" $GZ --modulus "$m" \

@@ -1,36 +1,47 @@
 #!/usr/bin/env bash
 # The GPU session of issues 4 (the L3 CUDA decoder) and 5 (the Criteo CUDA backend), run on the
-# lent device machine from the repository root. One build serves both issues, and every step runs
-# under what is left of the call's time, so that a 10-minute device call holds as many steps as
-# fit and always ends with its summary. The plan of calls: tests/bench/GPU-SESSION.md.
+# lent device machine from the repository root. The binaries come prebuilt in carry/prebuilt
+# (made on the build machine by make_gpu_carry.sh) and are built here only when they do not match
+# the sources; every step runs under its own cap and what is left of the call's time, so that a
+# device call holds as many steps as fit and always ends with its summary. The plan of calls for
+# a 15-minute lease: tests/bench/GPU-SESSION.md.
 #
 # Usage: tests/bench/gpu_session.sh STEP...
 #   env              the machine: GPU, driver, tools, which system headers exist, torch
-#   build            configure build-gpu (Release, CUDA for sm_$ARCH, PNG, no JPEG/WebP, nvJPEG when
-#                    found; carry/deps for what the machine lacks) and build every target below
-#   l3-test          l3_decode_cuda_test (bit-exact against the CPU reference), l3_test, the
-#                    CLI's device cases, and the fuzz corpus replayed on the GPU against the CPU
+#   build            the binaries: carry/prebuilt when it was built from these sources and runs
+#                    here, else configure build-gpu (Release, CUDA for sm_$ARCH, PNG, no JPEG/WebP/
+#                    ISA-L, nvJPEG when found; carry/deps for what the machine lacks) and build;
+#                    then the kernels' resources (registers, spills, stack) from cuobjdump
+#   l3-test          l3_decode_cuda_test (bit-exact against the CPU reference), the CLI's device
+#                    cases, and the fuzz corpus replayed on the GPU against the CPU
 #   criteo-test      criteo_preprocess_cuda_test (every output byte against the CPU backend), the
-#                    Criteo unit and CLI tests, the NumPy differential test forced onto CUDA, and
-#                    the fuzz corpus replayed on the GPU against the CPU
+#                    Criteo CLI test, the NumPy differential test forced onto CUDA, and the fuzz
+#                    corpus replayed on the GPU against the CPU
 #   l3-bench         dlprep l3 bench --device cuda on carry/l3bench/{fhd,native}, then nvJPEG
 #                    through torchvision on the same pictures as JPEG
-#   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, moduli 5,000 and 1,000,000
-#   l3-sanitize      compute-sanitizer memcheck, racecheck, synccheck, initcheck on the L3 --quick,
-#                    then memcheck on the fuzz corpus (hostile files)
+#   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, each modulus of $MODULI
+#   l3-sanitize      compute-sanitizer on the L3 suite's --quick (memcheck, racecheck), memcheck on
+#                    the fuzz corpus (hostile files), then synccheck and initcheck
 #   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus
-#   l3-tune          the L3 kernel rebuilt with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS
-#                    and benchmarked beside the default build (not part of bench)
-#   test, bench, sanitize   both issues' steps of that kind, L3 first
-# Steps after build make the build first when it is missing (a machine that went cold).
-# What comes back in $OUT: summary.txt (one line per step and result, the benchmark tables),
-# logs.tar.gz (every step's full log, sanitizer logs, bench JSON) and bench-fhd.json,
-# bench-native.json (schema dlprep.l3-device-bench/1, man/dlprep-l3.1).
-# Environment: OUT (build-gpu/out), BUDGET (seconds for the whole call: 570), ARCH (90), BATCH
-#   (1,16,64,256), REPEATS (10), ROWS ("1000000 10000000"), SAN_TIMEOUT (seconds per sanitizer
-#   tool: 130), SAN_TOOLS (memcheck racecheck synccheck initcheck), L3_MIN_BLOCKS ("8 6"),
-#   TUNE_BATCH (64,256); a dry run without a GPU:
-#   DEVICE=cpu (l3-bench's --device) and SET (carry/l3bench).
+#   l3-profile       Nsight Compute on the decode kernel (FHD, batch 64, nhwc-u8): the largest
+#                    launch's throughput, occupancy, warp stalls
+#   criteo-profile   Nsight Compute over every kernel of a CUDA criteo-preprocess run: time per
+#                    kernel, DRAM and SM throughput, occupancy
+#   l3-tune          the decode kernel built with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS
+#                    (prebuilt, or built here), benchmarked beside the default build
+#   test, bench, sanitize, profile   both issues' steps of that kind, L3 first
+# Steps after build make the binaries first when they are missing (a machine that went cold).
+# What comes back in $OUT (build-gpu-out when unset): summary.txt (one line per step and
+# result, the benchmark tables), logs.tar.gz (every step's full log, sanitizer and profiler logs,
+# bench JSON) and bench-fhd.json, bench-native.json (schema dlprep.l3-device-bench/1,
+# man/dlprep-l3.1).
+# Environment: BUDGET (seconds for the whole call: 420), ARCH (90), BATCH (1,16,64,256),
+#   REPEATS (10), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per sanitizer tool: 120),
+#   SAN_TOOLS (memcheck racecheck synccheck initcheck), L3_MIN_BLOCKS ("8 6"), TUNE_BATCH
+#   (64,256), FROM_SOURCE=1 (build here even when carry/prebuilt matches); a dry run without a
+#   GPU: DEVICE=cpu (l3-bench's --device) and SET (carry/l3bench).
+# The build machine runs the step `prebuild` (make_gpu_carry.sh, with PREBUILD_DIR): the build
+# and the tune builds as the device machine would make them, packed into PREBUILD_DIR.
 # shellcheck disable=SC2317  # the step functions are called by name: step_"$2"
 set -uo pipefail
 
@@ -38,13 +49,23 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit
 # nvcc, compute-sanitizer and cuobjdump live in /usr/local/cuda/bin, not always on PATH.
 export PATH=$PATH:/usr/local/cuda/bin
-export OUT=${OUT:-$root/build-gpu/out} B=build-gpu DEPS=$root/carry/deps
+export OUT=${OUT:-$root/build-gpu-out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
-export ROWS=${ROWS:-1000000 10000000} SAN_TIMEOUT=${SAN_TIMEOUT:-130} DEVICE=${DEVICE:-cuda}
-export SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
+export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-120}
+export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 export L3_MIN_BLOCKS=${L3_MIN_BLOCKS:-8 6} TUNE_BATCH=${TUNE_BATCH:-64,256}
-TARGETS=(dlprep l3_decode_cuda_test l3_test criteo_preprocess_cuda_test tabular_test
-         criteo_bench gen_criteo fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
+TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
+         fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
+# The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
+# to this checkout, so that the paths compiled into the tests (sample data, golden files) and
+# written in the CTest files lead to the same files.
+PREBUILT_SRC=/tmp/dlprep-gpu
+PREBUILT=$root/carry/prebuilt
+# Each step's cap in seconds (and never past the call's budget): a step that runs long is
+# stopped (exit 124) and the next one still runs.
+declare -A CAP=([env]=30 [build]=300 [l3-test]=90 [criteo-test]=120 [l3-bench]=150
+  [criteo-bench]=180 [l3-sanitize]=330 [criteo-sanitize]=200 [l3-profile]=90
+  [criteo-profile]=75 [l3-tune]=150 [prebuild]=3600)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
 # elsewhere, point that name at it (the machine is bare and given back after the session).
 [[ -e /usr/bin/python3 ]] || ! command -v python3 >/dev/null || ln -s "$(command -v python3)" /usr/bin/python3
@@ -60,39 +81,40 @@ step_env() {
   note "env: $(date -u +%FT%TZ), $(uname -m), $(nproc) cores, commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 |
     sed 's/^/   gpu: /' | tee -a "$OUT/summary.txt"
-  for tool in nvcc cmake ninja g++ compute-sanitizer ncu python3 pkg-config; do
+  for tool in nvcc cmake ninja g++ compute-sanitizer ncu cuobjdump python3 pkg-config; do
     printf '   %-18s %s\n' "$tool" "$(command -v "$tool" || echo missing)"
   done | tee -a "$OUT/summary.txt"
   nvcc --version | tail -2
   cmake --version | head -1
   g++ --version | head -1
-  for h in /usr/include/zlib.h /usr/include/png.h /usr/include/isa-l/igzip_lib.h \
-           /usr/local/cuda/include/nvjpeg.h; do
+  for h in /usr/include/zlib.h /usr/include/png.h /usr/local/cuda/include/nvjpeg.h; do
     printf '   %-40s %s\n' "$h" "$([[ -f $h ]] && echo present || echo missing)"
   done | tee -a "$OUT/summary.txt"
   echo "   python with NumPy: $PYTHON" | tee -a "$OUT/summary.txt"
   python3 -c 'import torch, torchvision; print("   torch", torch.__version__, "torchvision",
       torchvision.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tee -a "$OUT/summary.txt"
+  [[ -f $PREBUILT/BUILT ]] && note "carry/prebuilt: $(cat "$PREBUILT/BUILT")"
   [[ -d $DEPS && -d $SET ]] || { note "carry/ is missing: name carry in the run call"; return 1; }
 }
 
 configure() {  # configure [EXTRA CMAKE ARGS...]
   # carry/deps comes first on the prefix path: the same header-only libraries and static
-  # zlib/libpng (Debian 12's; they link on the newer system) whatever the machine has.
+  # zlib/libpng (Debian 12's; they link on the newer system) whatever the machine has. No shared
+  # library beyond the C and C++ runtimes, so that a build runs on either machine.
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DDLPREP_WITH_CUDA=ON
     -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
     -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DCMAKE_CUDA_FLAGS=-lineinfo
-    -DDLPREP_WITH_PNG=ON -DDLPREP_WITH_JPEG=OFF -DDLPREP_WITH_WEBP=OFF -DDLPREP_WITH_XRT=OFF
-    -DCMAKE_PREFIX_PATH="$DEPS")
+    -DDLPREP_WITH_PNG=ON -DDLPREP_WITH_JPEG=OFF -DDLPREP_WITH_WEBP=OFF -DDLPREP_WITH_ISAL=OFF
+    -DDLPREP_WITH_XRT=OFF -DCMAKE_PREFIX_PATH="$DEPS")
   # CMake requires a pkg-config; the stand-in knows no package.
   command -v pkg-config >/dev/null || args+=(-DPKG_CONFIG_EXECUTABLE="$DEPS/bin/pkg-config")
   cmake -S . -B "$B" "${args[@]}" "$@" >"$LOGS/configure-${B##*/}.log" 2>&1 ||
     { tail -30 "$LOGS/configure-${B##*/}.log"; return 1; }
-  grep -E "CUDA|nvJPEG|gzip|PNG|ZLIB" "$LOGS/configure-${B##*/}.log"
+  grep -E "^--   [A-Z]+:" "$LOGS/configure-${B##*/}.log"
 }
 
-step_build() {
-  configure -DDLPREP_WITH_NVJPEG=AUTO || return 1
+build_from_source() {  # build_from_source NVJPEG(AUTO|OFF): configure build-gpu, build TARGETS
+  configure -DDLPREP_WITH_NVJPEG="$1" || return 1
   if ! ninja -C "$B" -j"$(nproc)" "${TARGETS[@]}" >"$LOGS/build.log" 2>&1; then
     grep -B2 -A12 -m3 "error" "$LOGS/build.log"
     # nvJPEG is the one part never compiled against the real nvjpeg.h: retry without it
@@ -104,10 +126,53 @@ step_build() {
     ninja -C "$B" -j"$(nproc)" "${TARGETS[@]}" >>"$LOGS/build.log" 2>&1 ||
       { grep -B2 -A12 -m3 "error" "$LOGS/build.log"; return 1; }
   fi
-  note "built: $("$B/dlprep" --version), $(grep -c 'warning' "$LOGS/build.log") warnings"
+  note "built here: $("$B/dlprep" --version), $(grep -c 'warning' "$LOGS/build.log") warnings"
+}
+
+build_tune_variant() {  # build_tune_variant N: dlprep with DLPREP_L3_CUDA_MIN_BLOCKS=N in $B-mbN
+  B=$B-mb$1 configure -DDLPREP_WITH_NVJPEG=OFF \
+    -DCMAKE_CUDA_FLAGS="-lineinfo -DDLPREP_L3_CUDA_MIN_BLOCKS=$1" >/dev/null &&
+    ninja -C "$B-mb$1" -j"$(nproc)" dlprep >"$LOGS/build-mb$1.log" 2>&1
+}
+
+source_fingerprint() {  # what the binaries are made from: every compiled or CMake file
+  find CMakeLists.txt lib cuda tools tests -path tests/bench/cache -prune -o -type f \
+    \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \
+       -o -name '*.inl' -o -name CMakeLists.txt -o -name '*.cmake' \) -print |
+    LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
+}
+
+# carry/prebuilt into build-gpu (and the tune builds into build-gpu-mbN), when it was built from
+# these sources and runs here. A fresh machine only: an existing build-gpu is left as it is.
+install_prebuilt() {
+  [[ -z ${FROM_SOURCE:-} && -f $PREBUILT/FINGERPRINT && ! -e $B ]] || return 1
+  local want have
+  want=$(cat "$PREBUILT/FINGERPRINT")
+  have=$(source_fingerprint)
+  if [[ $want != "$have" ]]; then
+    note "carry/prebuilt was built from other sources ($want, these are $have): building here"
+    return 1
+  fi
+  if [[ -e $PREBUILT_SRC && ! -L $PREBUILT_SRC ]]; then
+    note "$PREBUILT_SRC is a directory here, not a link: building here"
+    return 1
+  fi
+  ln -sfn "$root" "$PREBUILT_SRC"
+  # GNU tar needs the xz program for -J; Python's tarfile does not.
+  tar -xJf "$PREBUILT/binaries.tar.xz" 2>/dev/null || python3 -c 'import sys, tarfile
+tarfile.open(sys.argv[1]).extractall()' "$PREBUILT/binaries.tar.xz" || return 1
+  if ! "$B/dlprep" --version >/dev/null 2>"$LOGS/prebuilt.log"; then
+    note "the prebuilt dlprep does not run here ($(head -1 "$LOGS/prebuilt.log")): building here"
+    rm -rf "$B" "$B"-mb*
+    return 1
+  fi
+  note "binaries: carry/prebuilt, $("$B/dlprep" --version)"
+}
+
+step_build() {
+  install_prebuilt || build_from_source AUTO || return 1
   # Kernel resources: registers, spills, shared memory (every stack frame should be 0 bytes).
-  cuobjdump --dump-resource-usage "$B"/cuda/CMakeFiles/dlprep_cuda.dir/*/*.o \
-    >"$LOGS/resources.log" 2>&1 || true
+  cuobjdump --dump-resource-usage "$B/dlprep" >"$LOGS/resources.log" 2>&1 || true
   grep -E "Function|REG:" "$LOGS/resources.log" | sed 's/^ *//; s/^Function //' | paste - - |
     grep -v -i "cub\|thrust" | sed 's/:\t/\t/' | c++filt | sed 's/(anonymous namespace):://; s/(.*)//' |
     cut -c1-150 | tee -a "$OUT/summary.txt" || true  # (cuobjdump may be missing: not a failure)
@@ -121,6 +186,27 @@ ensure_built() {
   done
 }
 
+# The build machine's part (make_gpu_carry.sh runs it in a copy of the tree at $PREBUILT_SRC):
+# the device machine's build and tune builds, packed into $PREBUILD_DIR with the CTest files and
+# the sources' fingerprint.
+step_prebuild() {
+  [[ $root == "$PREBUILT_SRC" ]] || { note "prebuild: run it in $PREBUILT_SRC"; return 1; }
+  build_from_source OFF || return 1
+  local n t dest=$PREBUILD_DIR
+  for n in $L3_MIN_BLOCKS; do build_tune_variant "$n" || return 1; done
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  # xz: a third of the size, which the 64 MiB a call carries needs.
+  (find "$B" -name CTestTestfile.cmake &&
+    for t in "${TARGETS[@]}"; do find "$B" -name "$t" -type f -perm -u+x; done &&
+    for n in $L3_MIN_BLOCKS; do echo "$B-mb$n/dlprep"; done) | tar -cJf "$dest/binaries.tar.xz" -T -
+  source_fingerprint >"$dest/FINGERPRINT"
+  echo "built $(date -u +%FT%TZ) on $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release), \
+$(g++ --version | head -1), nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), \
+sm_$ARCH, sources $(cat "$dest/FINGERPRINT")" >"$dest/BUILT"
+  note "prebuilt: $(du -sh "$dest" | cut -f1) in $dest"
+}
+
 replay_corpus() {  # replay_corpus TARGET CORPUS: a fuzz corpus through the GPU and the CPU backends
   local rc=0
   "$B/tests/fuzz/fuzz_$1_replay" "tests/fuzz/corpus/$2" || rc=$?
@@ -130,15 +216,13 @@ replay_corpus() {  # replay_corpus TARGET CORPUS: a fuzz corpus through the GPU 
 
 step_l3-test() {
   ensure_built || return 1
-  local rc=0 rc_unit=0 rc_cli=0
+  local rc=0 rc_cli=0
   "$B/tests/cuda/l3_decode_cuda_test" || rc=$?
   note "l3_decode_cuda_test (the full suite on the GPU): exit $rc"
-  "$B/tests/unit/l3/l3_test" 2>&1 | tail -4 || rc_unit=$?
-  note "l3_test: exit $rc_unit"
   ctest --test-dir "$B" -R '^cli/l3/(decode-device|bench-device|bench-bad-args)$' \
     --output-on-failure || rc_cli=$?
   note "cli/l3 device tests: exit $rc_cli"
-  replay_corpus l3_decode_cuda l3 && ((rc == 0 && rc_unit == 0 && rc_cli == 0))
+  replay_corpus l3_decode_cuda l3 && ((rc == 0 && rc_cli == 0))
 }
 
 step_criteo-test() {
@@ -146,10 +230,8 @@ step_criteo-test() {
   local rc=0 rc_ctest=0 rc_diff=0
   "$B/tests/cuda/criteo_preprocess_cuda_test" || rc=$?
   note "criteo_preprocess_cuda_test (the full suite on the GPU): exit $rc"
-  ctest --test-dir "$B" --output-on-failure \
-    -R '^(tabular_test|criteo_cli|criteo_differential|criteo_preprocess_cuda_test_on_cpu)$' ||
-    rc_ctest=$?
-  note "ctest tabular_test criteo_cli criteo_differential criteo_preprocess_cuda_test_on_cpu: exit $rc_ctest"
+  ctest --test-dir "$B" --output-on-failure -R '^criteo_cli$' || rc_ctest=$?
+  note "ctest criteo_cli (its device_cuda case on the GPU): exit $rc_ctest"
   # The independent NumPy reference against the CLI forced onto the GPU.
   DLPREP_FORCE_DEVICE=cuda sh tests/criteo/differential_test.sh "$B/dlprep" "$root" \
     "$B/scratch_differential_cuda" || rc_diff=$?
@@ -177,16 +259,15 @@ step_l3-bench() {
   return "$rc"
 }
 
-# The decode kernel rebuilt with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS (fewer registers,
-# more blocks per SM, some spills: l3_cuda_bench.md section 5), each benchmarked on the FHD set
-# beside the default build in the same step, device-resident and end to end.
+# The decode kernel with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS (fewer registers, more
+# blocks per SM, some spills: l3_cuda_bench.md section 5), prebuilt or built here, each
+# benchmarked on the FHD set beside the default build in the same step, device-resident and end
+# to end.
 step_l3-tune() {
   ensure_built || return 1
   local n rc=0 builds=("$B")
   for n in $L3_MIN_BLOCKS; do
-    if B=$B-mb$n configure -DDLPREP_WITH_NVJPEG=OFF \
-         -DCMAKE_CUDA_FLAGS="-lineinfo -DDLPREP_L3_CUDA_MIN_BLOCKS=$n" >/dev/null &&
-       ninja -C "$B-mb$n" -j"$(nproc)" dlprep >"$LOGS/build-mb$n.log" 2>&1; then
+    if [[ -x $B-mb$n/dlprep ]] || build_tune_variant "$n"; then
       builds+=("$B-mb$n")
     else
       note "l3-tune: the build with DLPREP_L3_CUDA_MIN_BLOCKS=$n failed ($LOGS/build-mb$n.log)"
@@ -208,16 +289,63 @@ step_criteo-bench() {
   ensure_built || return 1
   # The tables are the issue's figures: all of them go into the summary.
   # shellcheck disable=SC2086
-  sh tests/bench/criteo_cuda_bench.sh "$B" $ROWS 2>&1 | tee -a "$OUT/summary.txt"
+  MODULI=$MODULI sh tests/bench/criteo_cuda_bench.sh "$B" $ROWS 2>&1 | tee -a "$OUT/summary.txt"
   local rc=${PIPESTATUS[0]}
-  note "criteo_cuda_bench.sh $ROWS: exit $rc (3: the CUDA outputs differ from the CPU's)"
+  note "criteo_cuda_bench.sh $ROWS (moduli $MODULI): exit $rc (3: the CUDA outputs differ from the CPU's)"
   return "$rc"
 }
 
-sanitize() {  # sanitize NAME COMMAND...: each tool of SAN_TOOLS on COMMAND, within the budget
-  local name=$1 tool rc worst=0 cap
+# profile NAME SUMMARY-ARGS -- COMMAND...: Nsight Compute's sections on COMMAND's kernels
+# (NCU_ARGS picks them), its report kept in the logs, what matters printed into the summary.
+profile() {
+  local name=$1 summary=() rc=0
   shift
-  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
+  while [[ $1 != -- ]]; do summary+=("$1"); shift; done
+  shift
+  command -v ncu >/dev/null || { note "$name-profile: ncu is missing"; return 1; }
+  # shellcheck disable=SC2086
+  ncu -f -o "$LOGS/ncu-$name" $NCU_ARGS "$@" >"$LOGS/ncu-$name.log" 2>&1 || rc=$?
+  grep "==ERROR==\|==WARNING==" "$LOGS/ncu-$name.log" | head -5
+  ncu --import "$LOGS/ncu-$name.ncu-rep" --csv --page details >"$LOGS/ncu-$name.csv" 2>&1 || rc=1
+  "$PYTHON" tests/bench/ncu_summary.py "$LOGS/ncu-$name.csv" "${summary[@]}" \
+    >"$LOGS/ncu-$name.txt" || rc=1
+  note "ncu on $name: exit $rc"
+  return "$rc"
+}
+
+step_l3-profile() {
+  ensure_built || return 1
+  # The first decode launches are the benchmark's batch-1 latency runs; 24 reach into batch 64's
+  # (ncu_summary picks the largest grid).
+  NCU_ARGS="-k regex:decode_patches -c 24 --section SpeedOfLight --section Occupancy
+    --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats
+    --section SchedulerStats --section ComputeWorkloadAnalysis" \
+    profile l3 --largest decode_patches -- "$B/dlprep" -q -j 4 l3 bench --device "$DEVICE" \
+    "$SET/fhd" --batch 64 --layout nhwc-u8 --repeats 1
+  local rc=$?
+  grep -E "^launch|grid|Duration|Throughput|Occupancy|Registers|Block Limit|Warp Cycles|Eligible|Issued Warp|Hit Rate|Bank" \
+    "$LOGS/ncu-l3.txt" | tee -a "$OUT/summary.txt"
+  return "$rc"
+}
+
+step_criteo-profile() {
+  ensure_built || return 1
+  local input=tests/bench/cache/criteo/criteo_1000000.tsv
+  mkdir -p "${input%/*}"
+  [[ -s $input ]] || "$B/gen_criteo" 1000000 1 >"$input"
+  rm -rf "$B/scratch_profile"
+  NCU_ARGS="-c 400 --section SpeedOfLight --section Occupancy" \
+    profile criteo --per-kernel -- "$B/dlprep" -q criteo-preprocess --device cuda --preset piper \
+    "$input" -o "$B/scratch_profile"
+  local rc=$?
+  tee -a "$OUT/summary.txt" <"$LOGS/ncu-criteo.txt"
+  return "$rc"
+}
+
+sanitize() {  # sanitize NAME TOOLS COMMAND...: each of TOOLS on COMMAND, within the step's time
+  local name=$1 tools=$2 tool rc worst=0 cap
+  shift 2
+  for tool in $tools; do
     local extra=()
     [[ $tool == memcheck ]] && extra=(--leak-check full)
     [[ $tool == racecheck ]] && extra=(--racecheck-report all)
@@ -234,16 +362,19 @@ sanitize() {  # sanitize NAME COMMAND...: each tool of SAN_TOOLS on COMMAND, wit
   return "$worst"
 }
 
-wants_memcheck() { [[ " ${SAN_TOOLS:-memcheck} " == *" memcheck "* ]]; }
-
-# sanitize_suite NAME SUITE REPLAY CORPUS: the CUDA suite's --quick under the four tools, then
-# the fuzz corpus (hostile inputs) replayed under memcheck.
+# sanitize_suite NAME SUITE REPLAY CORPUS: memcheck and racecheck on the CUDA suite's --quick,
+# memcheck on the fuzz corpus (hostile inputs), then synccheck and initcheck: what the issues ask
+# for first. SAN_TOOLS narrows the list.
 sanitize_suite() {
   ensure_built || return 1
-  local rc=0
-  sanitize "$1" "$B/tests/cuda/$2" --quick || rc=1
-  wants_memcheck || return "$rc"
-  SAN_TOOLS=memcheck sanitize "$1-corpus" "$B/tests/fuzz/$3" "tests/fuzz/corpus/$4" || rc=1
+  local rc=0 wanted=" ${SAN_TOOLS:-memcheck racecheck synccheck initcheck} " tool first="" last=""
+  for tool in memcheck racecheck; do [[ $wanted == *" $tool "* ]] && first+=" $tool"; done
+  for tool in synccheck initcheck; do [[ $wanted == *" $tool "* ]] && last+=" $tool"; done
+  sanitize "$1" "$first" "$B/tests/cuda/$2" --quick || rc=1
+  if [[ $wanted == *" memcheck "* ]]; then
+    sanitize "$1-corpus" memcheck "$B/tests/fuzz/$3" "tests/fuzz/corpus/$4" || rc=1
+  fi
+  sanitize "$1" "$last" "$B/tests/cuda/$2" --quick || rc=1
   return "$rc"
 }
 
@@ -252,20 +383,24 @@ step_criteo-sanitize() {
   sanitize_suite criteo criteo_preprocess_cuda_test fuzz_criteo_cuda_replay criteo_tsv
 }
 
-# One step in a child under the time left, so that the call always reaches its summary.
+# One step in a child under its cap and the time left, so that the call always reaches its
+# summary.
 run_step() {
-  local step=$1 rc=0 left started
+  local step=$1 rc=0 left started cap
   left=$(seconds_left)
+  cap=${CAP[$step]}
+  ((cap > left)) && cap=$left
   started=$(date +%s)
-  if ((left < 30)); then
+  if ((cap < 30)); then
     note "step $step: not run, out of time (BUDGET=$BUDGET)"
     status=1
     return
   fi
-  echo "######## $step ($left s left)"
-  timeout -k 5 "$left" bash "$0" --one "$step" > >(tee "$LOGS/step-$step.log") 2>&1 || rc=$?
+  echo "######## $step (cap $cap s, $left s left)"
+  DEADLINE=$((started + cap)) timeout -k 5 "$cap" bash "$0" --one "$step" \
+    > >(tee "$LOGS/step-$step.log") 2>&1 || rc=$?
   sleep 0.2  # let tee finish
-  note "step $step: exit $rc$([[ $rc == 124 ]] && echo ' (stopped: out of time)'), $(($(date +%s) - started)) s, $(seconds_left) s left"
+  note "step $step: exit $rc$([[ $rc == 124 ]] && echo " (stopped at its cap, $cap s)"), $(($(date +%s) - started)) s, $(seconds_left) s left"
   ((rc != 0)) && status=1
 }
 
@@ -273,19 +408,19 @@ if [[ ${1:-} == --one ]]; then
   "step_$2"
   exit
 fi
-[[ $# -gt 0 ]] || { sed -n '7,33p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '9,44p' "$0"; exit 2; }
 steps=()
 for s in "$@"; do
   case $s in
     env | build | l3-test | criteo-test | l3-bench | criteo-bench | l3-sanitize | criteo-sanitize | \
-      l3-tune)
+      l3-profile | criteo-profile | l3-tune | prebuild)
       steps+=("$s") ;;
-    test | bench | sanitize) steps+=("l3-$s" "criteo-$s") ;;
+    test | bench | sanitize | profile) steps+=("l3-$s" "criteo-$s") ;;
     *) echo "gpu_session.sh: unknown step '$s'" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT" "$LOGS"
-export BUDGET=${BUDGET:-570}
+export BUDGET=${BUDGET:-420}
 # 15 s are kept back for packing the logs.
 export DEADLINE=$(($(date +%s) + BUDGET - 15))
 status=0

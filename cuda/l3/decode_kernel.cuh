@@ -31,8 +31,8 @@
 //
 // Tuning ideas, to be measured on an H100 before adopting any (tests/bench/l3_cuda_bench.md):
 //  - several patches per block for 8..32-pixel patches, where most of a warp idles;
-//  - warp-level bit extraction: one lane loads a group's planes (<= 16 bytes, one vector load)
-//    and __shfl_sync's them to its 16 pixels instead of 16 threads reading the same bytes;
+//  - warp-level bit extraction (built, to be measured: DLPREP_L3_CUDA_SHUFFLE_PLANES in
+//    group_residual, gpu_session.sh l3-tune): the planes loaded once per half warp and shuffled;
 //  - stage the patch bytes in shared memory (cp.async) during the checksum pass, which reads
 //    them all once already;
 //  - pack a pixel's channels into one 16- or 32-bit store for nhwc-u8.
@@ -96,6 +96,44 @@ __device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
 
 __device__ __forceinline__ uint32_t width_code_at(const uint8_t* codes, uint32_t group) {
   return (codes[group >> 1] >> ((group & 1u) * 4u)) & 0xFu;
+}
+
+static_assert(l3::kGroupPixels == 16, "a group is half a warp in group_residual");
+#ifdef DLPREP_L3_CUDA_SHUFFLE_PLANES
+constexpr bool kShufflePlanes = true;
+#else
+constexpr bool kShufflePlanes = false;
+#endif
+
+/// The residual of pixel column x (thread x of the block) in its group of one plane: bit x mod 16
+/// of each of the group's bit planes, plus its base; `payload` is the group's payload (base, then
+/// the planes). In the shuffle build every lane of the half warp that holds the group calls it,
+/// lanes past the patch's right edge too (their x still lies in the group; their value is unused).
+__device__ __forceinline__ uint32_t group_residual(uint32_t code, const uint8_t* payload,
+                                                   uint32_t x) {
+  const uint32_t width = l3::code_width(code), j = x % l3::kGroupPixels;
+  const uint8_t* q = payload;
+  uint8_t base = l3::implicit_base(width);
+  if (l3::code_explicit(code)) base = *q++;
+  uint32_t bits = 0;
+#ifdef DLPREP_L3_CUDA_SHUFFLE_PLANES
+  // A tuning build (gpu_session.sh l3-tune): lane j of the half warp loads byte j of the planes
+  // (one coalesced load of at most 16 bytes), and each lane takes the bytes of its bit from the
+  // others by shuffles: 1 load per lane instead of `width`. The half warp agrees on `width`.
+  const unsigned half = 0xFFFFu << (x & 16u);
+  const uint32_t mine = j < 2 * width ? q[j] : 0u;
+  for (uint32_t k = 0; k < width; ++k) {
+    const uint32_t plane = __shfl_sync(half, mine, static_cast<int>(2 * k + j / 8), 16);
+    bits |= ((plane >> (j % 8)) & 1u) << k;
+  }
+#else
+  // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load per
+  // plane, not two.
+  const uint8_t* const plane_byte = q + j / 8;
+  const uint32_t shift = j % 8;
+  for (uint32_t k = 0; k < width; ++k) bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
+#endif
+  return bits + base;
 }
 
 __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a) {
@@ -196,8 +234,8 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
 
   // 2. The rows. Thread x owns pixel column x: bit x mod 16 of each plane of its group, plus the
   // base, then the predictor over the row above.
-  const uint32_t x = tid, j = x % l3::kGroupPixels;
-  const bool active = x < w;
+  const uint32_t x = tid;
+  const bool active = x < w, in_group = x / l3::kGroupPixels < gpr;
   const uint32_t image_x = t0.x0 + x;
   uint8_t* const window = a.out + image.dst;
   for (uint32_t y = 0; y < h; ++y) {
@@ -210,21 +248,12 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
       const uint8_t* const predictor_codes = p + 1;
       const uint8_t* const width_codes = predictor_codes + l3::predictor_bytes(h);
       uint8_t residual = 0;
-      if (active) {
+      // The shuffles need every lane of a half warp that holds a group, past the edge or not.
+      if (kShufflePlanes ? in_group : active) {
         const uint32_t g = y * gpr + x / l3::kGroupPixels;
         const uint32_t code = width_code_at(width_codes, g);
-        const uint32_t width = l3::code_width(code);
-        const uint8_t* q = p + head + group_offset[c * a.max_groups + g];
-        uint8_t base = l3::implicit_base(width);
-        if (l3::code_explicit(code)) base = *q++;
-        // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load
-        // per plane, not two.
-        const uint8_t* const plane_byte = q + j / 8;
-        const uint32_t shift = j % 8;
-        uint32_t bits = 0;
-        for (uint32_t k = 0; k < width; ++k)
-          bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
-        residual = static_cast<uint8_t>(bits + base);
+        const uint32_t r = group_residual(code, p + head + group_offset[c * a.max_groups + g], x);
+        if (active) residual = static_cast<uint8_t>(r);
       }
       if (y == 0) {
         // p(x, 0) = seed + r(0) + ... + r(x) (mod 256); inactive threads add 0 after the row.

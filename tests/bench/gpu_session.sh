@@ -21,14 +21,15 @@
 #                    through torchvision on the same pictures as JPEG
 #   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, each modulus of $MODULI
 #   l3-sanitize      compute-sanitizer on the L3 suite's --quick (memcheck, racecheck), memcheck on
-#                    the fuzz corpus (hostile files), then synccheck and initcheck
+#                    the fuzz corpus (hostile files), then synccheck and initcheck if SAN_TOOLS
+#                    names them
 #   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus
 #   l3-profile       Nsight Compute on the decode kernel (FHD, batch 64, nhwc-u8): the largest
 #                    launch's throughput, occupancy, warp stalls
 #   criteo-profile   Nsight Compute over every kernel of a CUDA criteo-preprocess run: time per
 #                    kernel, DRAM and SM throughput, occupancy
-#   l3-tune          the decode kernel built with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS
-#                    (prebuilt, or built here), benchmarked beside the default build
+#   l3-tune          the decode kernel's tuning builds, $L3_VARIANTS (prebuilt, or built here),
+#                    benchmarked beside the default build
 #   test, bench, sanitize, profile   both issues' steps of that kind, L3 first
 # Steps after build make the binaries first when they are missing (a machine that went cold).
 # What comes back in $OUT (build-gpu-out when unset): summary.txt (one line per step and
@@ -36,9 +37,10 @@
 # bench JSON) and bench-fhd.json, bench-native.json (schema dlprep.l3-device-bench/1,
 # man/dlprep-l3.1).
 # Environment: BUDGET (seconds for the whole call: 420), ARCH (90), BATCH (1,16,64,256),
-#   REPEATS (10), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per sanitizer tool: 120),
-#   SAN_TOOLS (memcheck racecheck synccheck initcheck), L3_MIN_BLOCKS ("8 6"), TUNE_BATCH
-#   (64,256), FROM_SOURCE=1 (build here even when carry/prebuilt matches); a dry run without a
+#   REPEATS (10), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per sanitizer tool: 100),
+#   SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS (NAME:DEFINITION[,...]
+#   each: "mb8:DLPREP_L3_CUDA_MIN_BLOCKS=8 mb6:DLPREP_L3_CUDA_MIN_BLOCKS=6
+#   shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1"), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even when carry/prebuilt matches); a dry run without a
 #   GPU: DEVICE=cpu (l3-bench's --device) and SET (carry/l3bench).
 # The build machine runs the step `prebuild` (make_gpu_carry.sh, with PREBUILD_DIR): the build
 # and the tune builds as the device machine would make them, packed into PREBUILD_DIR.
@@ -51,9 +53,10 @@ cd "$root" || exit
 export PATH=$PATH:/usr/local/cuda/bin
 export OUT=${OUT:-$root/build-gpu-out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
-export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-120}
+export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
-export L3_MIN_BLOCKS=${L3_MIN_BLOCKS:-8 6} TUNE_BATCH=${TUNE_BATCH:-64,256}
+export L3_VARIANTS=${L3_VARIANTS:-mb8:DLPREP_L3_CUDA_MIN_BLOCKS=8 mb6:DLPREP_L3_CUDA_MIN_BLOCKS=6 \
+shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
@@ -63,8 +66,8 @@ PREBUILT_SRC=/tmp/dlprep-gpu
 PREBUILT=$root/carry/prebuilt
 # Each step's cap in seconds (and never past the call's budget): a step that runs long is
 # stopped (exit 124) and the next one still runs.
-declare -A CAP=([env]=30 [build]=300 [l3-test]=90 [criteo-test]=120 [l3-bench]=150
-  [criteo-bench]=180 [l3-sanitize]=330 [criteo-sanitize]=200 [l3-profile]=90
+declare -A CAP=([env]=30 [build]=300 [l3-test]=90 [criteo-test]=120 [l3-bench]=180
+  [criteo-bench]=150 [l3-sanitize]=270 [criteo-sanitize]=200 [l3-profile]=90
   [criteo-profile]=75 [l3-tune]=150 [prebuild]=3600)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
 # elsewhere, point that name at it (the machine is bare and given back after the session).
@@ -129,10 +132,10 @@ build_from_source() {  # build_from_source NVJPEG(AUTO|OFF): configure build-gpu
   note "built here: $("$B/dlprep" --version), $(grep -c 'warning' "$LOGS/build.log") warnings"
 }
 
-build_tune_variant() {  # build_tune_variant N: dlprep with DLPREP_L3_CUDA_MIN_BLOCKS=N in $B-mbN
-  B=$B-mb$1 configure -DDLPREP_WITH_NVJPEG=OFF \
-    -DCMAKE_CUDA_FLAGS="-lineinfo -DDLPREP_L3_CUDA_MIN_BLOCKS=$1" >/dev/null &&
-    ninja -C "$B-mb$1" -j"$(nproc)" dlprep >"$LOGS/build-mb$1.log" 2>&1
+build_tune_variant() {  # build_tune_variant NAME:DEF[,DEF]: dlprep with -DDEF... in $B-NAME
+  local name=${1%%:*} defs=${1#*:}
+  B=$B-$name configure -DDLPREP_WITH_NVJPEG=OFF -DCMAKE_CUDA_FLAGS="-lineinfo -D${defs//,/ -D}" \
+    >/dev/null && ninja -C "$B-$name" -j"$(nproc)" dlprep >"$LOGS/build-$name.log" 2>&1
 }
 
 source_fingerprint() {  # what the binaries are made from: every compiled or CMake file
@@ -142,7 +145,7 @@ source_fingerprint() {  # what the binaries are made from: every compiled or CMa
     LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16
 }
 
-# carry/prebuilt into build-gpu (and the tune builds into build-gpu-mbN), when it was built from
+# carry/prebuilt into build-gpu (and the tune builds into build-gpu-NAME), when it was built from
 # these sources and runs here. A fresh machine only: an existing build-gpu is left as it is.
 install_prebuilt() {
   [[ -z ${FROM_SOURCE:-} && -f $PREBUILT/FINGERPRINT && ! -e $B ]] || return 1
@@ -163,7 +166,9 @@ install_prebuilt() {
 tarfile.open(sys.argv[1]).extractall()' "$PREBUILT/binaries.tar.xz" || return 1
   if ! "$B/dlprep" --version >/dev/null 2>"$LOGS/prebuilt.log"; then
     note "the prebuilt dlprep does not run here ($(head -1 "$LOGS/prebuilt.log")): building here"
-    rm -rf "$B" "$B"-mb*
+    local v
+    rm -rf "$B"
+    for v in $L3_VARIANTS; do rm -rf "$B-${v%%:*}"; done
     return 1
   fi
   note "binaries: carry/prebuilt, $("$B/dlprep" --version)"
@@ -192,14 +197,14 @@ ensure_built() {
 step_prebuild() {
   [[ $root == "$PREBUILT_SRC" ]] || { note "prebuild: run it in $PREBUILT_SRC"; return 1; }
   build_from_source OFF || return 1
-  local n t dest=$PREBUILD_DIR
-  for n in $L3_MIN_BLOCKS; do build_tune_variant "$n" || return 1; done
+  local v t dest=$PREBUILD_DIR
+  for v in $L3_VARIANTS; do build_tune_variant "$v" || return 1; done
   rm -rf "$dest"
   mkdir -p "$dest"
   # xz: a third of the size, which the 64 MiB a call carries needs.
   (find "$B" -name CTestTestfile.cmake &&
     for t in "${TARGETS[@]}"; do find "$B" -name "$t" -type f -perm -u+x; done &&
-    for n in $L3_MIN_BLOCKS; do echo "$B-mb$n/dlprep"; done) | tar -cJf "$dest/binaries.tar.xz" -T -
+    for v in $L3_VARIANTS; do echo "$B-${v%%:*}/dlprep"; done) | tar -cJf "$dest/binaries.tar.xz" -T -
   source_fingerprint >"$dest/FINGERPRINT"
   echo "built $(date -u +%FT%TZ) on $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release), \
 $(g++ --version | head -1), nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), \
@@ -259,18 +264,18 @@ step_l3-bench() {
   return "$rc"
 }
 
-# The decode kernel with each DLPREP_L3_CUDA_MIN_BLOCKS of $L3_MIN_BLOCKS (fewer registers, more
-# blocks per SM, some spills: l3_cuda_bench.md section 5), prebuilt or built here, each
-# benchmarked on the FHD set beside the default build in the same step, device-resident and end
-# to end.
+# The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_MIN_BLOCKS trades
+# registers and spills for blocks per SM; DLPREP_L3_CUDA_SHUFFLE_PLANES loads a group's planes
+# once per half warp), prebuilt or built here, each benchmarked on the FHD set beside the default
+# build in the same step, device-resident and end to end; each checks its output first.
 step_l3-tune() {
   ensure_built || return 1
-  local n rc=0 builds=("$B")
-  for n in $L3_MIN_BLOCKS; do
-    if [[ -x $B-mb$n/dlprep ]] || build_tune_variant "$n"; then
-      builds+=("$B-mb$n")
+  local v rc=0 builds=("$B")
+  for v in $L3_VARIANTS; do
+    if [[ -x $B-${v%%:*}/dlprep ]] || build_tune_variant "$v"; then
+      builds+=("$B-${v%%:*}")
     else
-      note "l3-tune: the build with DLPREP_L3_CUDA_MIN_BLOCKS=$n failed ($LOGS/build-mb$n.log)"
+      note "l3-tune: the build $v failed ($LOGS/build-${v%%:*}.log)"
       rc=1
     fi
   done
@@ -362,12 +367,12 @@ sanitize() {  # sanitize NAME TOOLS COMMAND...: each of TOOLS on COMMAND, within
   return "$worst"
 }
 
-# sanitize_suite NAME SUITE REPLAY CORPUS: memcheck and racecheck on the CUDA suite's --quick,
-# memcheck on the fuzz corpus (hostile inputs), then synccheck and initcheck: what the issues ask
-# for first. SAN_TOOLS narrows the list.
+# sanitize_suite NAME SUITE REPLAY CORPUS: memcheck and racecheck on the CUDA suite's --quick
+# (what issue 4 asks for), memcheck on the fuzz corpus (hostile inputs), then synccheck and
+# initcheck, each where SAN_TOOLS names it.
 sanitize_suite() {
   ensure_built || return 1
-  local rc=0 wanted=" ${SAN_TOOLS:-memcheck racecheck synccheck initcheck} " tool first="" last=""
+  local rc=0 wanted=" ${SAN_TOOLS:-memcheck racecheck} " tool first="" last=""
   for tool in memcheck racecheck; do [[ $wanted == *" $tool "* ]] && first+=" $tool"; done
   for tool in synccheck initcheck; do [[ $wanted == *" $tool "* ]] && last+=" $tool"; done
   sanitize "$1" "$first" "$B/tests/cuda/$2" --quick || rc=1

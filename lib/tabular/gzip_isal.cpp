@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/simd_state.hpp"
 #include "tabular/gzip_reader.hpp"
 
 namespace dlprep::tabular {
@@ -54,6 +55,7 @@ class IsalReader final : public GzipReader {
       state_.avail_out = static_cast<uint32_t>(room);
       uint32_t before_in = state_.avail_in;
       int ret = isal_inflate(&state_);
+      clear_upper_simd_state();  // isal_inflate returns with the AVX state dirty
       if (ret < 0) {
         throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (isal_inflate error " +
                                             std::to_string(ret) + ")");

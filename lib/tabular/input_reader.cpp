@@ -295,6 +295,7 @@ InputChunk InputReader::next() {
   }
   InputChunk chunk;
   if (b.end == 0) return chunk;
+  chunk.inflating_ahead = gzip_ && pending_.valid();
   if (kind_ == FileKind::bin)
     chunk.rows = {reinterpret_cast<const uint32_t*>(b.data.data()), b.end / 4};
   else

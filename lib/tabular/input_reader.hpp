@@ -29,6 +29,9 @@ FileKind detect_file_kind(const std::filesystem::path& path, InputFormat format)
 struct InputChunk {
   std::span<const char> text;
   std::span<const uint32_t> rows;
+  /// A gzip input: the reader is inflating the next chunk on its own thread while this one is
+  /// processed (a backend's host workers leave that thread a core).
+  bool inflating_ahead = false;
   bool empty() const { return text.empty() && rows.empty(); }
 };
 

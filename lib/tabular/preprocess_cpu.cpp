@@ -249,6 +249,15 @@ class PreprocessBackendCpu final : public PreprocessBackend {
     const float* lut = log_table_.empty() ? nullptr : log_table_.data();
     const std::vector<ColumnVocab>& vocab = *final_vocab_;
     const std::array<const int32_t*, kNumSparse> index_ids = index_ids_;
+    // Every column's table and modulus in local arrays: the row loop then loads one pointer and
+    // one divisor per value instead of reaching through each ColumnVocab.
+    std::array<const int32_t*, kNumSparse> flat_ids{};
+    bool all_flat = true;
+    for (int j = 0; j < kNumSparse; ++j) {
+      flat_ids[j] = vocab[j].flat_ids();
+      all_flat = all_flat && flat_ids[j] != nullptr;
+    }
+    const std::array<FastMod, kNumSparse> mods = fastmod_;
     const size_t count = split_chunk(chunk, pieces_);
     ordered_parallel_for(
         count, threads,
@@ -288,6 +297,9 @@ class PreprocessBackendCpu final : public PreprocessBackend {
             int32_t* s = sparse + r * kNumSparse;
             if (indices) {
               for (int j = 0; j < kNumSparse; ++j) s[j] = index_ids[j][row[kFirstSparseField + j]];
+            } else if (all_flat) {
+              for (int j = 0; j < kNumSparse; ++j)
+                s[j] = flat_ids[j][mods[j](row[kFirstSparseField + j])];
             } else {
               for (int j = 0; j < kNumSparse; ++j)
                 s[j] = vocab[j].lookup(fastmod_[j](row[kFirstSparseField + j]));

@@ -42,6 +42,9 @@ class ColumnVocab {
     return hash_lookup(value);
   }
 
+  /// After finalize(), for a flat table: value -> ID, indexed by the value (what lookup() reads),
+  /// for loops that keep the pointer at hand; nullptr for a hash table.
+  const int32_t* flat_ids() const { return flat_ ? slot_.data() : nullptr; }
   /// After finalize(): first-appearance index -> ID (for rows whose values pass 1 already turned
   /// into indices, so that pass 2 needs no table indexed by value).
   const std::vector<int32_t>& index_ids() const { return ids_; }

@@ -302,7 +302,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
                 s[j] = flat_ids[j][mods[j](row[kFirstSparseField + j])];
             } else {
               for (int j = 0; j < kNumSparse; ++j)
-                s[j] = vocab[j].lookup(fastmod_[j](row[kFirstSparseField + j]));
+                s[j] = vocab[j].lookup(mods[j](row[kFirstSparseField + j]));
             }
           }
         },

@@ -29,6 +29,7 @@
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/gzip_reader.hpp"
 #include "tabular/preprocess_backend.hpp"
+#include "tabular/row_transform.hpp"
 
 uint64_t criteo_baseline(const std::string& input, const std::string& out_dir, uint32_t modulus,
                          double log_offset);
@@ -361,8 +362,10 @@ int main(int argc, char** argv) {
   }
 
   double memchr_s = rows[0].t.median_s;
-  std::printf("criteo_bench: %s, %llu rows, modulus %u, %u threads, outputs checked equal\n",
-              a.input.c_str(), static_cast<unsigned long long>(lines), a.modulus, threads);
+  std::printf(
+      "criteo_bench: %s, %llu rows, modulus %u, %u threads, %s kernels, outputs checked equal\n",
+      a.input.c_str(), static_cast<unsigned long long>(lines), a.modulus, threads,
+      std::string(tabular::active_row_kernels().name).c_str());
   std::printf("%-46s %9s %9s %12s %10s %10s\n", "step", "median_s", "min_s", "rows/s", "vs_memchr",
               "vs_base");
   for (const Row& r : rows) {

@@ -95,8 +95,13 @@ TEST_CASE("the AVX-512 row transform equals the scalar one in every mode") {
   std::vector<uint32_t> index_rows = rows;
   for (size_t r = 0; r < n; ++r)
     for (int j = 0; j < kNumSparse; ++j) index_rows[r * kNumFields + kFirstSparseField + j] %= 5000;
-  RowTransform indices = flat;
+  RowTransform indices;
   indices.sparse = Sparse::indices;
+  std::vector<std::vector<int32_t>> index_tables(kNumSparse, std::vector<int32_t>(5000));
+  for (int j = 0; j < kNumSparse; ++j) {
+    for (auto& id : index_tables[j]) id = static_cast<int32_t>(rng() >> 1);
+    indices.ids[j] = index_tables[j].data();
+  }
   for (Dense dense : {Dense::integer, Dense::plain, Dense::log}) {
     for (const RowTransform* base : {&flat, &lookup, &indices}) {
       RowTransform t = *base;

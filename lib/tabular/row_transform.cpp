@@ -17,8 +17,8 @@ void modulus_columns_scalar(const uint32_t* rows, size_t n,
   }
 }
 
-// The modes are template arguments and the tables arrive by value, so that the row loop has no
-// branch on them and keeps them in registers (stores to the outputs could alias a reference).
+// The tables arrive by value, so that the row loop keeps them in registers (stores to the outputs
+// could alias a reference).
 template <RowTransform::Dense kDense, RowTransform::Sparse kSparse>
 void transform_rows_as(const uint32_t* rows, size_t n, const RowTransform t, int32_t* labels,
                        uint32_t* dense, int32_t* sparse) {
@@ -54,31 +54,11 @@ void transform_rows_as(const uint32_t* rows, size_t n, const RowTransform t, int
   }
 }
 
-template <RowTransform::Dense kDense>
-void transform_rows_dense_as(const uint32_t* rows, size_t n, const RowTransform& t, int32_t* labels,
-                             uint32_t* dense, int32_t* sparse) {
-  using Sparse = RowTransform::Sparse;
-  switch (t.sparse) {
-    case Sparse::indices:
-      return transform_rows_as<kDense, Sparse::indices>(rows, n, t, labels, dense, sparse);
-    case Sparse::flat:
-      return transform_rows_as<kDense, Sparse::flat>(rows, n, t, labels, dense, sparse);
-    case Sparse::lookup:
-      return transform_rows_as<kDense, Sparse::lookup>(rows, n, t, labels, dense, sparse);
-  }
-}
-
 void transform_rows_scalar(const uint32_t* rows, size_t n, const RowTransform& t, int32_t* labels,
                            uint32_t* dense, int32_t* sparse) {
-  using Dense = RowTransform::Dense;
-  switch (t.dense) {
-    case Dense::integer:
-      return transform_rows_dense_as<Dense::integer>(rows, n, t, labels, dense, sparse);
-    case Dense::plain:
-      return transform_rows_dense_as<Dense::plain>(rows, n, t, labels, dense, sparse);
-    case Dense::log:
-      return transform_rows_dense_as<Dense::log>(rows, n, t, labels, dense, sparse);
-  }
+  with_row_modes(t, [&]<RowTransform::Dense kDense, RowTransform::Sparse kSparse>() {
+    transform_rows_as<kDense, kSparse>(rows, n, t, labels, dense, sparse);
+  });
 }
 
 }  // namespace

@@ -26,6 +26,32 @@ struct RowTransform {
   const std::vector<ColumnVocab>* vocab = nullptr;  ///< lookup: the hash columns
 };
 
+/// Calls f.template operator()<dense, sparse>() with t's modes as template arguments, so that a
+/// kernel's row loop is compiled per mode with no branch on them.
+template <class F>
+void with_row_modes(const RowTransform& t, F&& f) {
+  using Dense = RowTransform::Dense;
+  using Sparse = RowTransform::Sparse;
+  auto sparse = [&]<Dense kDense>() {
+    switch (t.sparse) {
+      case Sparse::indices:
+        return f.template operator()<kDense, Sparse::indices>();
+      case Sparse::flat:
+        return f.template operator()<kDense, Sparse::flat>();
+      case Sparse::lookup:
+        return f.template operator()<kDense, Sparse::lookup>();
+    }
+  };
+  switch (t.dense) {
+    case Dense::integer:
+      return sparse.template operator()<Dense::integer>();
+    case Dense::plain:
+      return sparse.template operator()<Dense::plain>();
+    case Dense::log:
+      return sparse.template operator()<Dense::log>();
+  }
+}
+
 /// One version of the kernels.
 struct RowKernels {
   std::string_view name;

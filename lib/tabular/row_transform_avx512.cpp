@@ -130,30 +130,15 @@ ROW_SIMD void transform_rows_as(const uint32_t* rows, size_t n, const RowTransfo
   }
 }
 
-template <RowTransform::Dense kDense>
-ROW_SIMD void transform_rows_dense_as(const uint32_t* rows, size_t n, const RowTransform& t,
-                                      int32_t* labels, uint32_t* dense, int32_t* sparse) {
-  using Sparse = RowTransform::Sparse;
-  if (t.sparse == Sparse::indices)
-    transform_rows_as<kDense, Sparse::indices>(rows, n, t, labels, dense, sparse);
-  else
-    transform_rows_as<kDense, Sparse::flat>(rows, n, t, labels, dense, sparse);
-}
-
 ROW_SIMD void transform_rows_avx512(const uint32_t* rows, size_t n, const RowTransform& t,
                                     int32_t* labels, uint32_t* dense, int32_t* sparse) {
-  using Dense = RowTransform::Dense;
-  // Hash columns (moduli above kFlatMaxModulus, or none) probe one value at a time anyway.
-  if (t.sparse == RowTransform::Sparse::lookup)
-    return kScalarRowKernels.transform_rows(rows, n, t, labels, dense, sparse);
-  switch (t.dense) {
-    case Dense::integer:
-      return transform_rows_dense_as<Dense::integer>(rows, n, t, labels, dense, sparse);
-    case Dense::plain:
-      return transform_rows_dense_as<Dense::plain>(rows, n, t, labels, dense, sparse);
-    case Dense::log:
-      return transform_rows_dense_as<Dense::log>(rows, n, t, labels, dense, sparse);
-  }
+  with_row_modes(t, [&]<RowTransform::Dense kDense, RowTransform::Sparse kSparse>() {
+    // Hash columns (moduli above kFlatMaxModulus, or none) probe one value at a time anyway.
+    if constexpr (kSparse == RowTransform::Sparse::lookup)
+      kScalarRowKernels.transform_rows(rows, n, t, labels, dense, sparse);
+    else
+      transform_rows_as<kDense, kSparse>(rows, n, t, labels, dense, sparse);
+  });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "l3/l3.hpp"
 #include "tabular/gzip_reader.hpp"
+#include "tabular/row_transform.hpp"
 
 #if DLPREP_HAVE_CUDA
 #include "core/device_info.hpp"
@@ -46,8 +47,9 @@ std::string version_string() {
 
 std::string version_with_machine() {
   return std::string("dlprep ") + DLPREP_VERSION + " (" + build_features() +
-         " l3-cpu=" + std::string(l3::kernels_name()) + " gzip=" + tabular::gzip_backend_name() +
-         ")";
+         " l3-cpu=" + std::string(l3::kernels_name()) +
+         " criteo-cpu=" + std::string(tabular::active_row_kernels().name) +
+         " gzip=" + tabular::gzip_backend_name() + ")";
 }
 
 }  // namespace dlprep::cli

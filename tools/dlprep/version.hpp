@@ -9,7 +9,8 @@ namespace dlprep::cli {
 std::string version_string();
 
 /// What --version prints, for bug reports: the build and what this machine runs with it, the L3
-/// CPU kernels and the gzip inflater, e.g. "dlprep 0.1.0 (png l3 l3-cpu=avx2 gzip=zlib)".
+/// and Criteo CPU kernels and the gzip inflater, e.g.
+/// "dlprep 0.1.0 (png l3 l3-cpu=avx2 criteo-cpu=scalar gzip=zlib)".
 std::string version_with_machine();
 
 }  // namespace dlprep::cli

@@ -388,6 +388,27 @@ struct CriteoPreprocessorCuda::Impl {
     s.pending = Pending{which, false, day, n, sink, src, nullptr};
   }
 
+  // A span of whole lines (or of binary rows) cut into chunks of at most chunk_bytes.
+  void text_chunks(int which, size_t day, const char* text, size_t bytes,
+                   const CriteoChunkSink& sink) {
+    size_t pos = 0;
+    while (pos < bytes) {
+      const size_t n = tabular::whole_lines_prefix(text + pos, bytes - pos, chunk_bytes);
+      if (n >= kMaxChunkBytes)
+        throw Error(Errc::limit_exceeded,
+                    "criteo-preprocess on cuda: a line of " + std::to_string(n) + " bytes");
+      text_chunk(which, day, text + pos, n, sink);
+      pos += n;
+    }
+  }
+
+  void rows_chunks(int which, size_t day, const uint32_t* rows, size_t count,
+                   const CriteoChunkSink& sink) {
+    const size_t per = std::max<size_t>(chunk_bytes / tabular::kBinaryRowBytes, 1);
+    for (size_t r = 0; r < count; r += per)
+      rows_chunk(which, day, rows + r * kNumFields, std::min(per, count - r), sink);
+  }
+
   // The chunk's kernels after decoding, then its counters back; marks the slot busy.
   void compute(Slot& s, int which, const RowSource& src, uint32_t max_rows, uint64_t key_span) {
     if (which == 1 && p1.build_vocab) {
@@ -904,23 +925,13 @@ void CriteoPreprocessorCuda::begin_pass1(const CriteoPass1Setup& setup) {
 void CriteoPreprocessorCuda::pass1_text(size_t day, const char* text, size_t bytes,
                                         const CriteoChunkSink& sink) {
   impl_->ensure_day(day);
-  size_t pos = 0;
-  while (pos < bytes) {
-    const size_t n = tabular::whole_lines_prefix(text + pos, bytes - pos, impl_->chunk_bytes);
-    if (n >= kMaxChunkBytes)
-      throw Error(Errc::limit_exceeded,
-                  "criteo-preprocess on cuda: a line of " + std::to_string(n) + " bytes");
-    impl_->text_chunk(1, day, text + pos, n, sink);
-    pos += n;
-  }
+  impl_->text_chunks(1, day, text, bytes, sink);
 }
 
 void CriteoPreprocessorCuda::pass1_rows(size_t day, const uint32_t* rows, size_t count,
                                         const CriteoChunkSink& sink) {
   impl_->ensure_day(day);
-  const size_t per = std::max<size_t>(impl_->chunk_bytes / tabular::kBinaryRowBytes, 1);
-  for (size_t r = 0; r < count; r += per)
-    impl_->rows_chunk(1, day, rows + r * kNumFields, std::min(per, count - r), sink);
+  impl_->rows_chunks(1, day, rows, count, sink);
 }
 
 void CriteoPreprocessorCuda::flush() { impl_->flush(); }
@@ -941,22 +952,12 @@ void CriteoPreprocessorCuda::begin_pass2(const CriteoPass2Setup& setup) {
 
 void CriteoPreprocessorCuda::pass2_text(const char* text, size_t bytes,
                                         const CriteoChunkSink& sink) {
-  size_t pos = 0;
-  while (pos < bytes) {
-    const size_t n = tabular::whole_lines_prefix(text + pos, bytes - pos, impl_->chunk_bytes);
-    if (n >= kMaxChunkBytes)
-      throw Error(Errc::limit_exceeded,
-                  "criteo-preprocess on cuda: a line of " + std::to_string(n) + " bytes");
-    impl_->text_chunk(2, 0, text + pos, n, sink);
-    pos += n;
-  }
+  impl_->text_chunks(2, 0, text, bytes, sink);
 }
 
 void CriteoPreprocessorCuda::pass2_rows(const uint32_t* rows, size_t count,
                                         const CriteoChunkSink& sink) {
-  const size_t per = std::max<size_t>(impl_->chunk_bytes / tabular::kBinaryRowBytes, 1);
-  for (size_t r = 0; r < count; r += per)
-    impl_->rows_chunk(2, 0, rows + r * kNumFields, std::min(per, count - r), sink);
+  impl_->rows_chunks(2, 0, rows, count, sink);
 }
 
 void CriteoPreprocessorCuda::pass2_kept_day(size_t day, const CriteoChunkSink& sink) {

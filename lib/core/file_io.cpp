@@ -22,6 +22,52 @@ Error io_error(const fs::path& path, const std::string& what, int err) {
   return Error(Errc::io, path.string() + ": " + what + ": " + std::strerror(err));
 }
 
+}  // namespace
+
+size_t read_some(int fd, uint8_t* out, size_t capacity, const fs::path& path) {
+  for (;;) {
+    ssize_t n = ::read(fd, out, capacity);
+    if (n >= 0) return static_cast<size_t>(n);
+    if (errno != EINTR) throw io_error(path, "read failed", errno);
+  }
+}
+
+size_t read_up_to(int fd, uint8_t* out, size_t capacity, const fs::path& path) {
+  size_t got = 0;
+  while (got < capacity) {
+    size_t n = read_some(fd, out + got, capacity - got, path);
+    if (n == 0) break;
+    got += n;
+  }
+  return got;
+}
+
+size_t pread_up_to(int fd, uint8_t* out, size_t capacity, uint64_t offset, const fs::path& path) {
+  size_t got = 0;
+  while (got < capacity) {
+    ssize_t n = ::pread(fd, out + got, capacity - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(path, "read failed", errno);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+void write_all(int fd, ByteSpan bytes, const fs::path& path) {
+  const uint8_t* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(path, "write failed", errno);
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+namespace {
+
 Bytes read_fd(int fd, const fs::path& path) {
   Bytes out;
   size_t used = 0;
@@ -32,13 +78,9 @@ Bytes read_fd(int fd, const fs::path& path) {
         throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
       out.resize(out.size() * 2);
     }
-    ssize_t n = ::read(fd, out.data() + used, out.size() - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw io_error(path, "read failed", errno);
-    }
+    size_t n = read_some(fd, out.data() + used, out.size() - used, path);
     if (n == 0) break;
-    used += static_cast<size_t>(n);
+    used += n;
   }
   out.resize(used);
   return out;
@@ -145,20 +187,9 @@ void read_file_into(const fs::path& path, Bytes& out) {
       // One read of the known size (no mapping: unmapping interrupts every other thread of the
       // process for a TLB flush); a file that grew meanwhile is read on to its end.
       out.resize(static_cast<size_t>(st.st_size));
-      size_t used = 0;
-      while (used < out.size()) {
-        ssize_t n = ::read(fd, out.data() + used, out.size() - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw io_error(path, "read failed", errno);
-        if (n == 0) break;
-        used += static_cast<size_t>(n);
-      }
-      out.resize(used);  // it shrank meanwhile
+      out.resize(read_up_to(fd, out.data(), out.size(), path));  // it may have shrunk meanwhile
       uint8_t more = 0;
-      ssize_t n;
-      do n = ::read(fd, &more, 1);
-      while (n < 0 && errno == EINTR);
-      if (n > 0) {  // it grew meanwhile
+      if (read_some(fd, &more, 1, path) > 0) {  // it grew meanwhile
         out.push_back(more);
         Bytes rest = read_fd(fd, path);
         out.insert(out.end(), rest.begin(), rest.end());
@@ -212,19 +243,7 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-void AtomicFile::write(ByteSpan bytes) {
-  const uint8_t* p = bytes.data();
-  size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw io_error(target_, "write failed", errno);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
+void AtomicFile::write(ByteSpan bytes) { write_all(fd_, bytes, target_); }
 
 void AtomicFile::commit() {
   if (::close(fd_) != 0) {
@@ -240,17 +259,7 @@ void AtomicFile::commit() {
 
 void write_file_atomic(const fs::path& path, ByteSpan bytes) {
   if (path == "-") {
-    const uint8_t* p = bytes.data();
-    size_t left = bytes.size();
-    while (left > 0) {
-      ssize_t n = ::write(STDOUT_FILENO, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw io_error("<stdout>", "write failed", errno);
-      }
-      p += n;
-      left -= static_cast<size_t>(n);
-    }
+    write_all(STDOUT_FILENO, bytes, "<stdout>");
     return;
   }
   AtomicFile f(path);

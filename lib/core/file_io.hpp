@@ -38,6 +38,17 @@ Bytes read_file(const std::filesystem::path& path);
 /// fresh, page-faulting allocation per file.
 void read_file_into(const std::filesystem::path& path, Bytes& out);
 
+/// One read(2) of up to `capacity` bytes, retried when a signal interrupts it: the bytes read, 0
+/// at the end of the file. Throws Error(io) "path: read failed: …".
+size_t read_some(int fd, uint8_t* out, size_t capacity, const std::filesystem::path& path);
+/// read_some until `capacity` bytes or the end of the file; returns the bytes read.
+size_t read_up_to(int fd, uint8_t* out, size_t capacity, const std::filesystem::path& path);
+/// pread(2) until `capacity` bytes from `offset` or the end of the file; returns the bytes read.
+size_t pread_up_to(int fd, uint8_t* out, size_t capacity, uint64_t offset,
+                   const std::filesystem::path& path);
+/// Writes every byte, retried when interrupted. Throws Error(io) "path: write failed: …".
+void write_all(int fd, ByteSpan bytes, const std::filesystem::path& path);
+
 /// A file written under a temporary name in the target's directory and renamed into place by
 /// commit(). If it is destroyed without commit(), or the process gets SIGINT (see
 /// remove_pending_temp_files), the temporary file is removed: no half-written output is ever seen.

@@ -82,17 +82,7 @@ void read_evicting(const std::filesystem::path& path, Bytes& out) {
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw io_error(path, "cannot stat");
   out.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::pread(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw io_error(path, "read failed");
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  out.resize(done);
+  out.resize(pread_up_to(f.fd, out.data(), out.size(), 0, path));
   ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
@@ -167,17 +157,7 @@ uint64_t read_range_evicting(const std::filesystem::path& path, uint64_t offset,
   if (f.fd < 0) throw io_error(path, "cannot open");
   ::posix_fadvise(f.fd, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_DONTNEED);
   Bytes out(static_cast<size_t>(size));
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n =
-        ::pread(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw io_error(path, "read failed");
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
+  size_t done = pread_up_to(f.fd, out.data(), out.size(), offset, path);
   ::posix_fadvise(f.fd, static_cast<off_t>(offset), static_cast<off_t>(size), POSIX_FADV_DONTNEED);
   return done;
 }

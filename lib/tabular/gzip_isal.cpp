@@ -1,13 +1,11 @@
 // gzip via ISA-L's streaming isal_inflate (libisal 2.30). Multi-member: after each member's
 // trailer the state is reset and decoding continues with the next member's header.
 #include <isa-l/igzip_lib.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/simd_state.hpp"
 #include "tabular/gzip_reader.hpp"
 
@@ -83,16 +81,11 @@ class IsalReader final : public GzipReader {
   }
 
   void refill() {
-    for (;;) {
-      ssize_t n = ::read(fd_, in_.data(), in_.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Error(Errc::io, name_ + ": read failed: " + std::strerror(errno));
-      if (n == 0) eof_ = true;
-      consumed_ += static_cast<uint64_t>(n);
-      state_.next_in = in_.data();
-      state_.avail_in = static_cast<uint32_t>(n);
-      return;
-    }
+    size_t n = read_some(fd_, in_.data(), in_.size(), name_);
+    if (n == 0) eof_ = true;
+    consumed_ += n;
+    state_.next_in = in_.data();
+    state_.avail_in = static_cast<uint32_t>(n);
   }
 
   int fd_;

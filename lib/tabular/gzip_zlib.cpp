@@ -1,13 +1,11 @@
 // gzip via zlib: the portable fallback when ISA-L is not installed, and the reference it is
 // tested against. Multi-member via inflateReset.
-#include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
-#include <cstring>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "tabular/gzip_reader.hpp"
 
 namespace dlprep::tabular {
@@ -56,16 +54,11 @@ class ZlibReader final : public GzipReader {
 
  private:
   void refill() {
-    for (;;) {
-      ssize_t n = ::read(fd_, in_.data(), in_.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw Error(Errc::io, name_ + ": read failed: " + std::strerror(errno));
-      if (n == 0) eof_ = true;
-      consumed_ += static_cast<uint64_t>(n);
-      z_.next_in = in_.data();
-      z_.avail_in = static_cast<uInt>(n);
-      return;
-    }
+    size_t n = read_some(fd_, in_.data(), in_.size(), name_);
+    if (n == 0) eof_ = true;
+    consumed_ += n;
+    z_.next_in = in_.data();
+    z_.avail_in = static_cast<uInt>(n);
   }
 
   int fd_;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "tabular/criteo_schema.hpp"
 #include "tabular/parse_tsv.hpp"
 
@@ -28,24 +29,12 @@ int open_or_throw(const fs::path& path) {
   return fd;
 }
 
-size_t read_full(int fd, uint8_t* out, size_t capacity, const fs::path& path) {
-  size_t got = 0;
-  while (got < capacity) {
-    ssize_t n = ::read(fd, out + got, capacity - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(Errc::io, path.string() + ": read failed: " + std::strerror(errno));
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  return got;
-}
-
 }  // namespace
 
 FileKind detect_file_kind(const fs::path& path, InputFormat format) {
   int fd = open_or_throw(path);
   uint8_t head[8] = {};
-  size_t n = read_full(fd, head, sizeof head, path);
+  size_t n = read_up_to(fd, head, sizeof head, path);
   ::close(fd);
   bool gz = n >= 2 && head[0] == 0x1f && head[1] == 0x8b;
   bool bin = n >= 8 && std::memcmp(head, kBinaryMagic, 8) == 0;
@@ -89,7 +78,7 @@ InputReader::InputReader(const fs::path& path, FileKind kind, size_t chunk_bytes
   size_t cap = std::max<size_t>(chunk_bytes, 4096);
   if (kind_ == FileKind::bin) {
     uint8_t header[kBinaryHeaderBytes];
-    size_t n = read_full(fd_, header, sizeof header, path);
+    size_t n = read_up_to(fd_, header, sizeof header, path);
     file_bytes_ += n;
     uint32_t version = 0, row_bytes = 0;
     if (n == sizeof header) {
@@ -188,7 +177,7 @@ size_t InputReader::read_some(uint8_t* out, size_t capacity) {
     }
     return got;
   }
-  size_t n = read_full(fd_, out, capacity, path_);
+  size_t n = read_up_to(fd_, out, capacity, path_);
   file_bytes_ += n;
   return n;
 }

@@ -34,6 +34,18 @@ struct RowFault {
   uint8_t fields_seen = 0;  ///< fields started (too_few)
 };
 
+/// The fault of field `f` (before the last) ending at `at` on something other than its tab: at a
+/// line end ('\n', or '\r' then '\n') too few fields, otherwise a bad character. The CPU parser
+/// (parse_tsv.cpp) reports through it too, so that both backends name the same problem.
+DLPREP_HD inline void field_not_ended(const uint8_t* at, int f, RowFault& fault) {
+  const uint8_t c = *at;
+  fault.field = static_cast<uint8_t>(f);
+  fault.ch = c;
+  fault.fields_seen = static_cast<uint8_t>(f + 1);
+  const bool line_end = c == '\n' || (c == '\r' && at[1] == '\n');
+  fault.problem = line_end ? RowProblem::too_few : RowProblem::bad_char;
+}
+
 /// Parses the line [p, nl], where *nl is its '\n' and the only '\n' in it; never reads past nl.
 /// Returns true and sets row[0..39] (label and I1..I13 as int32 bit patterns, C1..C26 as raw hex
 /// values, empty fields 0) for a valid row; otherwise false with `fault` set (row[] then holds
@@ -46,13 +58,6 @@ struct RowFault {
 DLPREP_HD inline bool parse_row(const uint8_t* p, const uint8_t* nl, uint32_t* row,
                                 RowFault& fault) {
   (void)nl;  // the '\n' at nl ends every scan below; it is only named for the contract
-  auto terminator_fault = [&](int f, uint8_t c, const uint8_t* at) {
-    fault.field = static_cast<uint8_t>(f);
-    fault.ch = c;
-    fault.fields_seen = static_cast<uint8_t>(f + 1);
-    fault.problem = (c == '\n' || c == '\r') ? RowProblem::too_few : RowProblem::bad_char;
-    if (c == '\r' && at[1] != '\n') fault.problem = RowProblem::bad_char;  // at < nl here
-  };
   for (int f = 0; f < kFirstSparseField; ++f) {
     bool neg = false;
     if (*p == '-') {
@@ -67,7 +72,7 @@ DLPREP_HD inline bool parse_row(const uint8_t* p, const uint8_t* nl, uint32_t* r
     }
     const auto n = static_cast<uint64_t>(p - s);
     if (*p != '\t') {
-      terminator_fault(f, *p, p);
+      field_not_ended(p, f, fault);
       return false;
     }
     if (n > static_cast<uint64_t>(kMaxDecimalDigits)) {
@@ -110,7 +115,7 @@ DLPREP_HD inline bool parse_row(const uint8_t* p, const uint8_t* nl, uint32_t* r
     const uint8_t c = *p;
     if (f < kNumFields - 1) {
       if (c != '\t') {
-        terminator_fault(f, c, p);
+        field_not_ended(p, f, fault);
         return false;
       }
       ++p;

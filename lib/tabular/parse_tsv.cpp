@@ -118,11 +118,7 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
     }
     size_t n = static_cast<size_t>(p - s);
     if (d != kTab) {
-      fault.field = static_cast<uint8_t>(f);
-      fault.ch = *p;
-      fault.fields_seen = static_cast<uint8_t>(f + 1);
-      fault.problem = (d == kNewline || d == kReturn) ? Problem::too_few : Problem::bad_char;
-      if (d == kReturn && p[1] != '\n') fault.problem = Problem::bad_char;
+      field_not_ended(p, f, fault);
       return p;
     }
     if (n > static_cast<size_t>(kMaxDecimalDigits)) {
@@ -180,11 +176,7 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
     row[f] = static_cast<uint32_t>(v);
     if (f < kNumFields - 1) {
       if (d != kTab) {
-        fault.field = static_cast<uint8_t>(f);
-        fault.ch = *p;
-        fault.fields_seen = static_cast<uint8_t>(f + 1);
-        fault.problem = (d == kNewline || d == kReturn) ? Problem::too_few : Problem::bad_char;
-        if (d == kReturn && p[1] != '\n') fault.problem = Problem::bad_char;
+        field_not_ended(p, f, fault);
         return p;
       }
       ++p;

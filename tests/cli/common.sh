@@ -8,6 +8,13 @@ fail() {
   exit 99
 }
 
+# skip REASON: ends the case as skipped (exit 77, which CTest reports as "Skipped"), for a case
+# whose prerequisite this machine lacks. The reason is printed by run.sh.
+skip() {
+  echo "$*" >&2
+  exit 77
+}
+
 # expect_exit CODE COMMAND...: runs COMMAND and fails the case unless it exits with CODE.
 expect_exit() {
   local want=$1

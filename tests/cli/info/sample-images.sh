@@ -2,7 +2,7 @@
 . "$CLI_TESTS/common.sh"
 
 # Every sample image (png, jpeg, webp, bmp, ppm/pgm) is recognised; a directory lists them all.
-[ -d "$SAMPLE_DATA/images" ] || exit 0
+[ -d "$SAMPLE_DATA/images" ] || fail "no sample images in $SAMPLE_DATA/images"
 dlprep --json info "$SAMPLE_DATA/images" >info.json
 count=$(find "$SAMPLE_DATA/images" -type f ! -name '.*' ! -name '*.md' ! -name '*.txt' | wc -l)
 json_check "len(d['files']) == $count and all('error' not in f for f in d['files'])" <info.json

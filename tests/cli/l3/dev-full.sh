@@ -2,7 +2,7 @@
 . "$CLI_TESTS/common.sh"
 
 # Output that cannot be written is exit 1, and a device is written into, never replaced.
-[ -c /dev/full ] || exit 0
+[ -c /dev/full ] || skip "no /dev/full character device here"
 make_pnm a.ppm 10 10 3 1
 dlprep -q l3 encode a.ppm -o a.l3
 expect_exit 1 dlprep -q l3 decode a.l3 -o - --to ppm >/dev/full 2>/dev/null

@@ -1,8 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
 #include <thread>
 
 #include "core/error.hpp"
@@ -106,4 +110,45 @@ TEST_CASE("a FIFO target is written in place, not replaced by a renamed temp fil
   CHECK(received == data);
   CHECK(fs::is_fifo(fifo));
   CHECK_FALSE(is_up_to_date(fifo, {}));
+}
+
+TEST_CASE("the descriptor helpers read to the end, from an offset, and name the path on failure") {
+  fs::path dir = scratch("fd_helpers");
+  Bytes data(100000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  int fd = ::open((dir / "f").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  write_all(fd, data, dir / "f");
+  ::close(fd);
+
+  fd = ::open((dir / "f").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  Bytes got(data.size() + 10);
+  CHECK(read_up_to(fd, got.data(), got.size(), dir / "f") == data.size());  // short at the end
+  CHECK(std::equal(data.begin(), data.end(), got.begin()));
+  CHECK(read_some(fd, got.data(), got.size(), dir / "f") == 0);
+  CHECK(pread_up_to(fd, got.data(), 10, 99995, dir / "f") == 5);
+  CHECK(std::equal(data.begin() + 99995, data.end(), got.begin()));
+  ::close(fd);
+
+  // A read from a write-only descriptor fails: the error names the path and the reason.
+  fd = ::open((dir / "f").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  try {
+    read_some(fd, got.data(), 1, dir / "f");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::io);
+    CHECK(std::string(e.what()).find((dir / "f").string() + ": read failed: ") == 0);
+  }
+  ::close(fd);
+  fd = ::open((dir / "f").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  try {
+    write_all(fd, data, dir / "f");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find((dir / "f").string() + ": write failed: ") == 0);
+  }
+  ::close(fd);
 }

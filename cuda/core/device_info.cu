@@ -17,6 +17,15 @@ std::string unavailable_reason() noexcept {
     cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
       cudaGetLastError();  // clear the sticky error so later calls start clean
+      // The runtime says "insufficient driver" also when there is no driver at all: tell the two
+      // apart, since only one of them is cured by a driver upgrade.
+      int driver = 0;
+      if (status == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess) {
+        if (driver == 0) return "no NVIDIA driver is installed (libcuda.so.1 not found)";
+        return "the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
+               std::to_string(driver % 1000 / 10) + "; this dlprep's CUDA runtime " +
+               runtime_version() + " needs a newer driver";
+      }
       return std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
              cudaGetErrorString(status) + ")";
     }

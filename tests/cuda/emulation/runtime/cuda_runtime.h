@@ -24,6 +24,7 @@ enum cudaError_t {
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInsufficientDriver = 35,
   cudaErrorLaunchFailure = 719,
   cudaErrorNotReady = 600,
   cudaErrorInvalidResourceHandle = 400,

@@ -114,7 +114,9 @@ struct PreprocessStats {
   double total_seconds = 0;
   bool vocab_reused = false;         ///< the checkpoint (or --vocab-from) replaced pass 1
   size_t days_resumed_in_pass1 = 0;  ///< days a partial pass-1 checkpoint let pass 1 skip
-  bool decode_cache = false;         ///< pass 2 read pass 1's decoded rows instead of the inputs
+  /// Pass 2 read pass 1's decoded rows instead of the inputs (binary inputs: the mapping pass 1
+  /// made, kept for it).
+  bool decode_cache = false;
   uint64_t peak_rss_bytes = 0;
   unsigned threads = 0;
   std::string gzip_backend;    ///< "isal" or "zlib"

@@ -128,10 +128,32 @@ void InputReader::map_binary(uint64_t offset) {
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd_, 0);
   if (p == MAP_FAILED) return;  // fall back to read(2)
   ::madvise(p, size, MADV_SEQUENTIAL);
-  map_ = static_cast<const uint8_t*>(p);
-  map_bytes_ = size;
+  use_mapping(std::make_shared<RowFileMapping>(static_cast<const uint8_t*>(p), size, offset),
+              offset);
+}
+
+void InputReader::use_mapping(std::shared_ptr<const RowFileMapping> mapping, uint64_t offset) {
+  mapping_ = std::move(mapping);
+  map_ = mapping_->data;
   map_pos_ = map_prev_ = offset;
-  map_end_ = size;
+  map_end_ = mapping_->bytes;
+}
+
+RowFileMapping::~RowFileMapping() { ::munmap(const_cast<uint8_t*>(data), bytes); }
+
+InputReader::InputReader(std::shared_ptr<const RowFileMapping> mapping, const std::string& name,
+                         size_t chunk_bytes)
+    : path_(name), kind_(FileKind::bin), keep_pages_(true) {
+  chunk_cap_ =
+      std::max<size_t>(std::max<size_t>(chunk_bytes, 4096) / kBinaryRowBytes, 1) * kBinaryRowBytes;
+  const uint64_t first = mapping->first_row_byte;
+  use_mapping(std::move(mapping), first);
+}
+
+std::shared_ptr<const RowFileMapping> InputReader::keep_mapping() {
+  if (!mapping_) return nullptr;
+  keep_pages_ = true;
+  return mapping_;
 }
 
 InputReader::InputReader(std::span<const uint8_t> data, FileKind kind, size_t chunk_bytes,
@@ -143,7 +165,6 @@ InputReader::InputReader(std::span<const uint8_t> data, FileKind kind, size_t ch
 }
 
 InputReader::~InputReader() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), map_bytes_);
   if (pending_.valid()) {
     try {
       pending_.get();
@@ -250,7 +271,7 @@ InputChunk InputReader::next() {
   if (map_) {
     // Drop the pages of the chunk the caller has finished (whole pages only).
     uint64_t drop_from = (map_prev_ + 4095) / 4096 * 4096, drop_to = map_pos_ / 4096 * 4096;
-    if (drop_to > drop_from)
+    if (drop_to > drop_from && !keep_pages_)
       ::madvise(const_cast<uint8_t*>(map_) + drop_from, drop_to - drop_from, MADV_DONTNEED);
     map_prev_ = map_pos_;
     InputChunk chunk;

@@ -49,6 +49,20 @@ struct ReadBuffers {
   Buffer b[2];
 };
 
+/// A binary row file mapped whole (rows from `first_row_byte` on). Run keeps the mapping of a
+/// day from pass 1 to pass 2 when the inputs are small enough (--decode-cache): its pages then
+/// stay mapped, and pass 2 takes none of the page faults of mapping the file again.
+struct RowFileMapping {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+  uint64_t first_row_byte = 0;
+  RowFileMapping(const uint8_t* d, size_t n, uint64_t first)
+      : data(d), bytes(n), first_row_byte(first) {}
+  ~RowFileMapping();
+  RowFileMapping(const RowFileMapping&) = delete;
+  RowFileMapping& operator=(const RowFileMapping&) = delete;
+};
+
 /// Streams a file in chunks of about `chunk_bytes`. Text chunks end at a line end; a final line
 /// without '\n' gets one appended; kTsvReadPadding readable bytes follow every text chunk.
 /// Memory: two chunk buffers (plus the gzip state).
@@ -57,6 +71,9 @@ class InputReader {
   /// `pool` (optional) lends the buffers for the reader's lifetime.
   InputReader(const std::filesystem::path& path, FileKind kind, size_t chunk_bytes,
               ReadBuffers* pool = nullptr);
+  /// Binary rows from a mapping that an earlier reader of the file handed out (keep_mapping).
+  InputReader(std::shared_ptr<const RowFileMapping> mapping, const std::string& name,
+              size_t chunk_bytes);
   /// Reads headerless binary rows from an open file from its start (the decode cache); does not
   /// close `fd`. `name` appears in error messages.
   InputReader(int fd, const std::string& name, size_t chunk_bytes, ReadBuffers* pool = nullptr);
@@ -72,6 +89,10 @@ class InputReader {
   InputChunk next();
   /// Bytes read from the file so far (compressed bytes for gzip), including read-ahead.
   uint64_t file_bytes() const;
+  /// A mapped binary file: keeps every page mapped from now on (none is dropped behind the
+  /// chunks) and returns the mapping, for a later reader of the same file. nullptr when the
+  /// input is not mapped (text, or a pipe). Call before the first next().
+  std::shared_ptr<const RowFileMapping> keep_mapping();
 
  private:
   using Buffer = ReadBuffers::Buffer;
@@ -93,10 +114,13 @@ class InputReader {
   bool eof_ = false;  // touched only by the thread that fills
   std::future<void> pending_;
   // Binary rows from a regular file are mapped instead of read: no copy; the pages of a chunk
-  // are dropped from the mapping once the caller moves on, so RSS stays at one chunk.
+  // are dropped from the mapping once the caller moves on, so RSS stays at one chunk (unless
+  // the mapping is kept for a later reader).
   void map_binary(uint64_t offset);
-  const uint8_t* map_ = nullptr;
-  size_t map_bytes_ = 0;
+  void use_mapping(std::shared_ptr<const RowFileMapping> mapping, uint64_t offset);
+  std::shared_ptr<const RowFileMapping> mapping_;
+  const uint8_t* map_ = nullptr;  // mapping_->data
+  bool keep_pages_ = false;
   uint64_t map_pos_ = 0, map_end_ = 0, map_prev_ = 0;
   std::atomic<uint64_t> file_bytes_{0};
   // Preloaded input: chunks are spans of mem_.

@@ -197,6 +197,9 @@ class Run {
   std::optional<AtomicFile> emit_;
   std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
   bool use_cache_ = false;
+  // Binary inputs: each day's mapping, kept from pass 1 for pass 2 (keep_maps_), else empty.
+  std::vector<std::shared_ptr<const RowFileMapping>> kept_maps_;
+  bool keep_maps_ = false;
   bool cache_has_indices_ = false;  // the decode cache holds first-appearance indices
   bool keep_rows_ = false;          // the backend may keep pass 1's rows for pass 2
   double read_seconds_ = 0, write_seconds_ = 0;
@@ -320,6 +323,8 @@ InputReader& Run::open_reader(std::optional<InputReader>& storage, size_t day, b
   if (cached) {
     storage.emplace(cache_fds_[day], o_.inputs[day].string() + " (decoded)", chunk_bytes_,
                     &read_buffers_);
+  } else if (day < kept_maps_.size() && kept_maps_[day]) {
+    storage.emplace(kept_maps_[day], o_.inputs[day].string(), chunk_bytes_);
   } else if (!preloaded_.empty()) {
     FileKind kind = kinds_[day] == FileKind::bin ? FileKind::bin : FileKind::tsv;
     storage.emplace(std::span<const uint8_t>(preloaded_[day].data(), preloaded_bytes_[day]), kind,
@@ -348,6 +353,7 @@ void Run::pass1(bool build_vocab, size_t first_day) {
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
     std::optional<InputReader> reader_storage;
     InputReader& reader = open_reader(reader_storage, day, false);
+    if (keep_maps_ && kinds_[day] == FileKind::bin) kept_maps_[day] = reader.keep_mapping();
     DayStats& ds = stats_.days[day];
     ds.rows = ds.bad_rows = 0;
     if (use_cache_ && kinds_[day] != FileKind::bin) open_cache(day);
@@ -510,6 +516,7 @@ void Run::pass2() {
       }
       backend_->flush();
     }
+    if (day < kept_maps_.size()) kept_maps_[day].reset();  // unmapped once its reader is gone
     if (last_bytes < ds.input_bytes) {  // kept on the device, or rows delivered at the flush
       done_bytes_ += ds.input_bytes - last_bytes;
       report_progress("pass 2", day);
@@ -697,6 +704,17 @@ PreprocessStats Run::run() {
     use_cache_ = estimate > 0 && (o_.decode_cache == DecodeCache::on ||
                                   (estimate <= kAutoCacheMaxBytes && estimate * 2 < free_bytes));
   }
+  // Binary inputs are their own decoded rows: the cache is their mapping, kept from pass 1 to
+  // pass 2 under the same size rule (1M rows: 160 MB, 8% less wall time, the faults of mapping
+  // them again saved), and within half of --max-memory, since mapped pages count in the RSS.
+  uint64_t binary_bytes = 0;
+  for (size_t d = 0; d < o_.inputs.size(); ++d)
+    if (kinds_[d] == FileKind::bin) binary_bytes += regular_file_size(o_.inputs[d]);
+  keep_maps_ = pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&
+               !o_.preload_inputs && binary_bytes > 0 &&
+               (o_.decode_cache == DecodeCache::on || binary_bytes <= kAutoCacheMaxBytes) &&
+               (o_.max_memory_bytes == 0 || binary_bytes <= o_.max_memory_bytes / 2);
+  kept_maps_.assign(keep_maps_ ? o_.inputs.size() : 0, nullptr);
   // A backend without a host decode cache (CUDA) may keep the decoded rows itself.
   keep_rows_ = pass2_runs && o_.decode_cache != DecodeCache::off && !backend_->host_decode_cache();
 
@@ -726,7 +744,7 @@ PreprocessStats Run::run() {
   } else if (size_t done = o_.emit_binary ? 0 : try_resume_vocab(pass1_fp);
              done == o_.inputs.size()) {
     stats_.vocab_reused = true;
-    use_cache_ = false;  // pass 1 did not run: pass 2 reads the inputs
+    use_cache_ = keep_maps_ = false;  // pass 1 did not run: pass 2 reads the inputs
     for (const auto& d : stats_.days) done_bytes_ += d.input_bytes;
   } else {
     // From scratch, or after the days of a partial checkpoint (their pass 2 reads the inputs).
@@ -769,7 +787,7 @@ PreprocessStats Run::run() {
   if (pass2_runs) pass2();
   stats_.pass2_seconds = seconds_since(t2);
   BackendTimings bt = backend_->timings();
-  stats_.decode_cache = use_cache_ || bt.kept_rows > 0;
+  stats_.decode_cache = use_cache_ || keep_maps_ || bt.kept_rows > 0;
   stats_.read_seconds = read_seconds_;
   stats_.write_seconds = write_seconds_;
   stats_.compute_seconds =

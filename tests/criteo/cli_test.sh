@@ -98,6 +98,16 @@ if [ -x "$GEN" ]; then
   if [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint: exit $got"; fail=1; else echo "ok   sigint (exit $got)"; fi
   left=$(find "$T/o6" -name '.*tmp*' 2>/dev/null | wc -l)
   if [ "$left" -ne 0 ]; then echo "FAIL sigint: $left temporary files left"; fail=1; fi
-  rm -f "$T/big.tsv"
+  # Binary input: the files stay mapped from pass 1 to pass 2 (--decode-cache auto) only within
+  # half of --max-memory, since mapped pages count in the RSS (64 MB of rows here).
+  "$DLPREP" -q criteo-preprocess --output-format none --no-vocab --emit-binary "$T/big.bin" "$T/big.tsv" -o "$T/emit"
+  expect bin_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --max-memory 200M "$T/big.bin" -o "$T/bk"
+  contains bin_kept "$T/bin_kept.out" '"decode_cache": true'
+  expect bin_not_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --max-memory 40M "$T/big.bin" -o "$T/bn"
+  contains bin_not_kept "$T/bin_not_kept.out" '"decode_cache": false'
+  for f in day_0_dense.npy day_0_sparse.npy day_0_labels.npy; do
+    cmp -s "$T/bk/$f" "$T/bn/$f" || { echo "FAIL bin_kept: $f differs"; fail=1; }
+  done
+  rm -f "$T/big.tsv" "$T/big.bin"
 fi
 exit $fail

@@ -249,7 +249,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--decode-cache", c->decode_cache,
                   "keep pass 1's decoded rows (160 B/row) in an unnamed temp file in OUTDIR for "
-                  "pass 2 instead of decoding the text twice (auto: when there is room)")
+                  "pass 2 instead of decoding the text twice; binary input: keep the files mapped "
+                  "between the passes (auto: when there is room)")
       ->type_name("auto|on|off")
       ->check(CLI::IsMember({"auto", "on", "off"}).description(""))
       ->capture_default_str();

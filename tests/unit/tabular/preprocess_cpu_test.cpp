@@ -139,6 +139,22 @@ TEST_CASE("binary rows written by emit_binary preprocess to the same outputs") {
   CHECK(preprocess(t).rows == 240);
   CHECK(preprocess(b).rows == 240);
   check_same_files(t.out_dir, b.out_dir, kDay0);
+  // Two binary days kept mapped between the passes (the decode cache of binary input), or
+  // mapped again in pass 2, in chunks of 64 KiB: the same bytes either way.
+  fs::copy_file(dir / "rows.bin", dir / "rows2.bin");
+  auto two_days = [&](const char* name, DecodeCache cache) {
+    PreprocessOptions o = base({dir / "rows.bin", dir / "rows2.bin"}, dir / name);
+    o.input_format = InputFormat::bin;
+    o.chunk_bytes = size_t{64} << 10;
+    o.decode_cache = cache;
+    return preprocess(o);
+  };
+  CHECK(two_days("kept", DecodeCache::auto_select).decode_cache);
+  CHECK_FALSE(two_days("off", DecodeCache::off).decode_cache);
+  check_same_files(dir / "kept", dir / "off",
+                   {"day_0_dense.npy", "day_0_sparse.npy", "day_0_labels.npy", "day_1_dense.npy",
+                    "day_1_sparse.npy", "day_1_labels.npy"});
+  check_same_files(dir / "kept", dir / "b", kDay0);
   put(dir / "short.bin", slurp(dir / "rows.bin").substr(0, 64 + 160 * 3 + 7));
   PreprocessOptions s = base({dir / "short.bin"}, dir / "s");
   CHECK_THROWS_WITH_AS(preprocess(s), doctest::Contains("truncated binary row"), Error);

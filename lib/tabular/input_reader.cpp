@@ -29,6 +29,12 @@ int open_or_throw(const fs::path& path) {
   return fd;
 }
 
+// Bytes per binary chunk: whole rows, at least one, from a request of at least 4 KiB.
+size_t binary_chunk_bytes(size_t chunk_bytes) {
+  return std::max<size_t>(std::max<size_t>(chunk_bytes, 4096) / kBinaryRowBytes, 1) *
+         kBinaryRowBytes;
+}
+
 }  // namespace
 
 FileKind detect_file_kind(const fs::path& path, InputFormat format) {
@@ -90,7 +96,7 @@ InputReader::InputReader(const fs::path& path, FileKind kind, size_t chunk_bytes
       ::close(fd_);
       throw Error(Errc::corrupt_data, path.string() + ": not a dlprep binary row file (version 1)");
     }
-    cap = std::max<size_t>(cap / kBinaryRowBytes, 1) * kBinaryRowBytes;
+    cap = binary_chunk_bytes(chunk_bytes);
     chunk_cap_ = cap;
     try {
       map_binary(kBinaryHeaderBytes);
@@ -109,8 +115,7 @@ InputReader::InputReader(int fd, const std::string& name, size_t chunk_bytes, Re
     : path_(name), kind_(FileKind::bin), fd_(fd), owns_fd_(false), pool_(pool) {
   if (::lseek(fd_, 0, SEEK_SET) != 0)
     throw Error(Errc::io, name + ": seek failed: " + std::strerror(errno));
-  size_t cap =
-      std::max<size_t>(std::max<size_t>(chunk_bytes, 4096) / kBinaryRowBytes, 1) * kBinaryRowBytes;
+  size_t cap = binary_chunk_bytes(chunk_bytes);
   chunk_cap_ = cap;
   map_binary(0);
   if (!map_) borrow(cap);
@@ -144,8 +149,7 @@ RowFileMapping::~RowFileMapping() { ::munmap(const_cast<uint8_t*>(data), bytes);
 InputReader::InputReader(std::shared_ptr<const RowFileMapping> mapping, const std::string& name,
                          size_t chunk_bytes)
     : path_(name), kind_(FileKind::bin), keep_pages_(true) {
-  chunk_cap_ =
-      std::max<size_t>(std::max<size_t>(chunk_bytes, 4096) / kBinaryRowBytes, 1) * kBinaryRowBytes;
+  chunk_cap_ = binary_chunk_bytes(chunk_bytes);
   const uint64_t first = mapping->first_row_byte;
   use_mapping(std::move(mapping), first);
 }
@@ -159,9 +163,8 @@ std::shared_ptr<const RowFileMapping> InputReader::keep_mapping() {
 InputReader::InputReader(std::span<const uint8_t> data, FileKind kind, size_t chunk_bytes,
                          uint64_t file_bytes)
     : path_("(memory)"), kind_(kind), mem_(data), in_memory_(true), mem_file_bytes_(file_bytes) {
-  size_t cap = std::max<size_t>(chunk_bytes, 4096);
-  if (kind_ == FileKind::bin) cap = std::max<size_t>(cap / kBinaryRowBytes, 1) * kBinaryRowBytes;
-  chunk_cap_ = cap;
+  chunk_cap_ = kind_ == FileKind::bin ? binary_chunk_bytes(chunk_bytes)
+                                      : std::max<size_t>(chunk_bytes, 4096);
 }
 
 InputReader::~InputReader() {

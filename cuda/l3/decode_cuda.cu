@@ -52,7 +52,7 @@ LaunchShape launch_shape(const l3::BatchPlan& plan) {
     throw Error(Errc::internal, "l3 cuda decode: inconsistent plan (patch width " +
                                     std::to_string(plan.max_patch_width) + ", " +
                                     std::to_string(s.blocks) + " patches)");
-  s.threads = (plan.max_patch_width + 31u) / 32u * 32u;
+  s.threads = block_threads(plan.max_patch_width);
   // At most 4 x 4096 x 2 = 32 KiB, under the 48 KiB every device allows without opting in.
   s.shared = (size_t{plan.max_channels} * plan.max_groups * sizeof(uint16_t) + 3) & ~size_t{3};
   return s;

@@ -4,8 +4,9 @@
 //
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
-// per listed patch (all its channels) and one thread per pixel column of the patch (blockDim =
-// widest patch of the batch rounded up to a warp). Per block:
+// per listed patch (all its channels) and one thread per pixel column of the patch, or per
+// kPixelsPerThread columns in a tuning build (blockDim = block_threads() of the widest patch of
+// the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
 //      padding, and the payload offset of every group from a block-wide prefix sum over the width
 //      codes, whose total must equal the patch size (step 9). A failing channel sets its task's
@@ -13,7 +14,7 @@
 //      come later in plan order, so the first failure of the batch is still found);
 //   2. the rows in sequence, all channels of a row together: row 0 as a block prefix sum of the
 //      left-deltas, later rows from the row above (shared memory, two buffers in turn, so one
-//      barrier per row). Thread x then holds every channel of pixel x: it undoes subtract-green
+//      barrier per row). A thread then holds every channel of its pixels: it undoes subtract-green
 //      and, when the pixel lies in the image's window, writes each channel's element through
 //      l3/batch_output.hpp, the same code the CPU backend runs (normalisation with
 //      __fsub_rn/__fmul_rn, half with __float2half_rn).
@@ -29,13 +30,15 @@
 // failure flag rather than every status is read back; the plan's work list goes up in one copy
 // from pinned memory.
 //
-// Tuning ideas, to be measured on an H100 before adopting any (tests/bench/l3_cuda_bench.md):
-//  - several patches per block for 8..32-pixel patches, where most of a warp idles;
-//  - warp-level bit extraction (built, to be measured: DLPREP_L3_CUDA_SHUFFLE_PLANES in
-//    group_residual, gpu_session.sh l3-tune): the planes loaded once per half warp and shuffled;
-//  - stage the patch bytes in shared memory (cp.async) during the checksum pass, which reads
-//    them all once already;
-//  - pack a pixel's channels into one 16- or 32-bit store for nhwc-u8.
+// Measured on an H100 (2026-11-26, tests/bench/l3_cuda_bench.md): 138 GB/s of FHD pixels at batch
+// 256, issue-bound (IPC 3.07 of 4, ALU the busiest pipe, memory 25% busy). So the tuning builds
+// (gpu_session.sh l3-tune) cut instructions per pixel:
+//  - several pixels per thread (DLPREP_L3_CUDA_PIXELS_PER_THREAD, to be measured): the work per
+//    group and row shared by 2 or 4 pixels, their plane bits taken together;
+//  - warp-level bit extraction (DLPREP_L3_CUDA_SHUFFLE_PLANES in group_residuals; measured +2.5%,
+//    within the run's noise): the planes loaded once per half warp and shuffled.
+// Still open: several patches per block for 8..32-pixel patches, where most of a warp idles;
+// packing a pixel's channels into one store for nhwc-u8.
 //
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -59,8 +62,9 @@ namespace dlprep::cuda::l3_detail {
 namespace {
 
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
-/// One thread per pixel of the widest patch row.
-constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch);
+/// A thread per kPixelsPerThread pixels of the widest patch row (decode_kernel.hpp).
+constexpr uint32_t kPixels = kPixelsPerThread;
+constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch / kPixels);
 constexpr int kMaxWarps = kMaxThreads / 32;
 
 // A tuning build may set DLPREP_L3_CUDA_MIN_BLOCKS, the blocks of kMaxThreads that must fit on
@@ -98,19 +102,28 @@ __device__ __forceinline__ uint32_t width_code_at(const uint8_t* codes, uint32_t
   return (codes[group >> 1] >> ((group & 1u) * 4u)) & 0xFu;
 }
 
-static_assert(l3::kGroupPixels == 16, "a group is half a warp in group_residual");
+static_assert(l3::kGroupPixels == 16, "a group is half a warp in group_residuals");
 #ifdef DLPREP_L3_CUDA_SHUFFLE_PLANES
 constexpr bool kShufflePlanes = true;
+static_assert(kPixels == 1, "the shuffle build gives each lane one pixel");
 #else
 constexpr bool kShufflePlanes = false;
 #endif
 
-/// The residual of pixel column x (thread x of the block) in its group of one plane: bit x mod 16
-/// of each of the group's bit planes, plus its base; `payload` is the group's payload (base, then
-/// the planes). In the shuffle build every lane of the half warp that holds the group calls it,
-/// lanes past the patch's right edge too (their x still lies in the group; their value is unused).
-__device__ __forceinline__ uint32_t group_residual(uint32_t code, const uint8_t* payload,
-                                                   uint32_t x) {
+// Several pixels per thread: pixel i of the thread keeps its residual bits in byte i of a word.
+// A plane byte's bits for pixels i = 0..kPixels-1 (bits 0..kPixels-1 after the shift) go to bit
+// 8i by one multiply: bit i moves up by 7i (kSpread), the mask keeps those bits alone.
+constexpr uint32_t kPixelBits = (1u << kPixels) - 1;
+constexpr uint32_t kSpread = kPixels == 1 ? 1u : kPixels == 2 ? 0x81u : 0x204081u;
+constexpr uint32_t kSpreadMask = kPixels == 1 ? 1u : kPixels == 2 ? 0x0101u : 0x01010101u;
+
+/// The residuals of pixel columns x .. x + kPixels - 1 (one thread's, all in one group) of one
+/// plane: bit x mod 16 (and the next ones) of each of the group's bit planes, plus its base;
+/// `payload` is the group's payload (base, then the planes). In the shuffle build every lane of
+/// the half warp that holds the group calls it, lanes past the patch's right edge too (their x
+/// still lies in the group; their value is unused).
+__device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* payload, uint32_t x,
+                                                uint8_t (&residual)[kPixels]) {
   const uint32_t width = l3::code_width(code), j = x % l3::kGroupPixels;
   const uint8_t* q = payload;
   uint8_t base = l3::implicit_base(width);
@@ -131,9 +144,61 @@ __device__ __forceinline__ uint32_t group_residual(uint32_t code, const uint8_t*
   // plane, not two.
   const uint8_t* const plane_byte = q + j / 8;
   const uint32_t shift = j % 8;
-  for (uint32_t k = 0; k < width; ++k) bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
+  if constexpr (kPixels == 1) {
+    for (uint32_t k = 0; k < width; ++k) bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
+  } else {
+    // Top plane first: each step doubles what is there (a byte never carries into the next:
+    // widths are at most 8) and adds the next plane's bits of every pixel.
+    for (uint32_t k = width; k-- > 0;)
+      bits = 2 * bits +
+             ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
+  }
 #endif
-  return bits + base;
+#pragma unroll
+  for (uint32_t i = 0; i < kPixels; ++i)
+    residual[i] = static_cast<uint8_t>((bits >> (8 * i)) + base);
+}
+
+/// predict() for a thread's pixels of one row: one dispatch on the row's predictor for them all.
+__device__ __forceinline__ void predict_pixels(uint32_t predictor, const uint8_t (&tl)[kPixels],
+                                               const uint8_t (&t)[kPixels],
+                                               const uint8_t (&tr)[kPixels],
+                                               uint8_t (&out)[kPixels]) {
+  if constexpr (kPixels == 1) {
+    out[0] = l3::predict(predictor, tl[0], t[0], tr[0]);
+  } else {
+    using u8 = uint8_t;
+    const auto each = [&](auto predict_one) {
+#pragma unroll
+      for (uint32_t i = 0; i < kPixels; ++i) out[i] = predict_one(tl[i], t[i], tr[i]);
+    };
+    switch (predictor) {
+      case l3::kPredTop:
+        each([](u8, u8 t, u8) { return t; });
+        break;
+      case l3::kPredSmooth:
+        each([](u8 tl, u8 t, u8 tr) { return l3::avg_up(l3::avg_up(tl, tr), t); });
+        break;
+      case l3::kPredMedian:
+        each([](u8 tl, u8 t, u8 tr) { return l3::median3(tl, t, tr); });
+        break;
+      case l3::kPredPaeth:
+        each([](u8 tl, u8 t, u8 tr) { return l3::paeth(tl, t, tr); });
+        break;
+      case l3::kPredLeftHalf:
+        each([](u8 tl, u8 t, u8) { return l3::avg_up(tl, t); });
+        break;
+      case l3::kPredRightHalf:
+        each([](u8, u8 t, u8 tr) { return l3::avg_up(t, tr); });
+        break;
+      case l3::kPredTopLeft:
+        each([](u8 tl, u8, u8) { return tl; });
+        break;
+      default:
+        each([](u8, u8, u8 tr) { return tr; });
+        break;
+    }
+  }
 }
 
 __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a) {
@@ -141,7 +206,7 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
   // suffice: a group's payload is at most 16 bytes and a patch has at most 4096 groups, so an
   // offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
   DLPREP_DYNAMIC_SHARED(uint16_t, group_offset);
-  __shared__ uint8_t above[2][4][kMaxThreads];  // the previous row of each plane, two in turn
+  __shared__ uint8_t above[2][4][l3::kMaxPatch];  // the previous row of each plane, two in turn
   __shared__ unsigned long long part_a[kMaxWarps], part_b[kMaxWarps];
   __shared__ uint32_t warp_sums[kMaxWarps];
   __shared__ uint32_t payload_total;
@@ -232,55 +297,80 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
     }
   }
 
-  // 2. The rows. Thread x owns pixel column x: bit x mod 16 of each plane of its group, plus the
-  // base, then the predictor over the row above.
-  const uint32_t x = tid;
-  const bool active = x < w, in_group = x / l3::kGroupPixels < gpr;
-  const uint32_t image_x = t0.x0 + x;
+  // 2. The rows. Thread t owns pixel columns x0 .. x0 + kPixels - 1 (x0 = kPixels t, all in one
+  // group): their bits of each plane of the group, plus the base, then the predictor over the
+  // row above.
+  const uint32_t x0 = tid * kPixels;
+  const bool active = x0 < w, in_group = x0 / l3::kGroupPixels < gpr;
+  bool column[kPixels];  // which of the thread's columns lie in the patch
+#pragma unroll
+  for (uint32_t i = 0; i < kPixels; ++i) column[i] = x0 + i < w;
   uint8_t* const window = a.out + image.dst;
   for (uint32_t y = 0; y < h; ++y) {
     const unsigned cur = y & 1u, prev = cur ^ 1u;
-    uint8_t v[4] = {0, 0, 0, 0};
+    uint8_t v[kPixels][4] = {};
 #pragma unroll
     for (uint32_t c = 0; c < 4; ++c) {
       if (c >= channels) break;  // uniform
       const uint8_t* const p = patch[c];
       const uint8_t* const predictor_codes = p + 1;
       const uint8_t* const width_codes = predictor_codes + l3::predictor_bytes(h);
-      uint8_t residual = 0;
+      uint8_t residual[kPixels] = {};
       // The shuffles need every lane of a half warp that holds a group, past the edge or not.
       if (kShufflePlanes ? in_group : active) {
-        const uint32_t g = y * gpr + x / l3::kGroupPixels;
+        const uint32_t g = y * gpr + x0 / l3::kGroupPixels;
         const uint32_t code = width_code_at(width_codes, g);
-        const uint32_t r = group_residual(code, p + head + group_offset[c * a.max_groups + g], x);
-        if (active) residual = static_cast<uint8_t>(r);
+        group_residuals(code, p + head + group_offset[c * a.max_groups + g], x0, residual);
+#pragma unroll
+        for (uint32_t i = 0; i < kPixels; ++i)
+          if (!column[i]) residual[i] = 0;
       }
       if (y == 0) {
-        // p(x, 0) = seed + r(0) + ... + r(x) (mod 256); inactive threads add 0 after the row.
-        v[c] = static_cast<uint8_t>(p[0] + block_inclusive_scan(residual, warp_sums));
+        // p(x, 0) = seed + r(0) + ... + r(x) (mod 256); columns past the edge add 0.
+        uint32_t sum = 0;
+#pragma unroll
+        for (uint32_t i = 0; i < kPixels; ++i) sum += residual[i];
+        uint8_t last = static_cast<uint8_t>(p[0] + block_inclusive_scan(sum, warp_sums));
+#pragma unroll
+        for (uint32_t i = kPixels; i-- > 0;) {
+          v[i][c] = last;
+          last = static_cast<uint8_t>(last - residual[i]);
+        }
       } else if (active) {
         // Border rule: TL at x = 0 and TR at x = w - 1 are T itself.
         const uint32_t predictor = l3::predictor_code(predictor_codes, y);
-        const uint8_t t = above[prev][c][x];
-        const uint8_t tl = x > 0 ? above[prev][c][x - 1] : t;
-        const uint8_t tr = x + 1 < w ? above[prev][c][x + 1] : t;
-        v[c] = static_cast<uint8_t>(l3::predict(predictor, tl, t, tr) + residual);
+        const uint8_t* const row = above[prev][c];
+        uint8_t tl[kPixels], t[kPixels], tr[kPixels], predicted[kPixels];
+#pragma unroll
+        for (uint32_t i = 0; i < kPixels; ++i) {
+          const uint32_t x = x0 + i;
+          t[i] = column[i] ? row[x] : 0;  // a column past the edge is computed, never stored
+          tl[i] = x > 0 ? row[x - 1] : t[i];
+          tr[i] = x + 1 < w ? row[x + 1] : t[i];
+        }
+        predict_pixels(predictor, tl, t, tr, predicted);
+#pragma unroll
+        for (uint32_t i = 0; i < kPixels; ++i)
+          v[i][c] = static_cast<uint8_t>(predicted[i] + residual[i]);
       }
     }
-    if (active) {
+#pragma unroll
+    for (uint32_t i = 0; i < kPixels; ++i) {
+      if (!column[i]) break;  // the columns in the patch come first
+      const uint32_t x = x0 + i;
 #pragma unroll
       for (uint32_t c = 0; c < 4; ++c)
-        if (c < channels) above[cur][c][x] = v[c];  // the planes as stored, for the next row
+        if (c < channels) above[cur][c][x] = v[i][c];  // the planes as stored, for the next row
       uint32_t ox = 0, oy = 0;
-      if (l3::in_window(image, image_x, t0.y0 + y, ox, oy)) {
-        l3::add_green(v, image.subtract_green);
+      if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, oy)) {
+        l3::add_green(v[i], image.subtract_green);
 #pragma unroll
         for (uint32_t c = 0; c < 4; ++c)
           if (c < channels)
             l3::store_element(window, a.layout,
                               l3::output_element(a.layout, image.out_width, image.out_height,
                                                  channels, ox, oy, c),
-                              v[c], a.mean[c], a.scale[c]);
+                              v[i][c], a.mean[c], a.scale[c]);
       }
     }
     // Row y is complete in above[cur] before row y + 1 reads it, and every read of above[prev]

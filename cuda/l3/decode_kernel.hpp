@@ -50,10 +50,29 @@ struct DecodeArgs {
   l3::OutputLayout layout;
 };
 
+/// Pixel columns of a patch row per thread. A tuning build may set DLPREP_L3_CUDA_PIXELS_PER_THREAD
+/// to 2 or 4 (gpu_session.sh l3-tune): the work per group and per row (width code, offset, base,
+/// predictor code, loop) is then shared by that many pixels, and a plane byte yields their bits
+/// together. The kernel was measured issue-bound on the H100 (tests/bench/l3_cuda_bench.md).
+#ifdef DLPREP_L3_CUDA_PIXELS_PER_THREAD
+inline constexpr uint32_t kPixelsPerThread = DLPREP_L3_CUDA_PIXELS_PER_THREAD;
+#else
+inline constexpr uint32_t kPixelsPerThread = 1;
+#endif
+static_assert(kPixelsPerThread == 1 || kPixelsPerThread == 2 || kPixelsPerThread == 4,
+              "a thread's pixels must divide a group of 16");
+
+/// Threads of a block for patches up to `max_patch_width` wide: a thread per kPixelsPerThread
+/// columns, rounded up to a warp.
+inline unsigned block_threads(uint32_t max_patch_width) {
+  const uint32_t per_row = (max_patch_width + kPixelsPerThread - 1) / kPixelsPerThread;
+  return (per_row + 31u) / 32u * 32u;
+}
+
 /// How the kernel is launched for a plan: one block per listed patch.
 struct LaunchShape {
   size_t blocks = 0;
-  unsigned threads = 0;  ///< the widest patch rounded up to a warp
+  unsigned threads = 0;  ///< block_threads() of the widest patch
   size_t shared = 0;     ///< dynamic shared bytes: the group offsets of every channel
 };
 

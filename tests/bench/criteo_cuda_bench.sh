@@ -7,8 +7,10 @@
 # the CUDA backend against the CPU backend's before it times anything.
 #
 # Usage: tests/bench/criteo_cuda_bench.sh BUILD_DIR [ROWS...]     (default ROWS: 1000000 10000000)
-#   REPEATS=N (default 3) timed runs after one warm-up; MODULI (default "5000 1000000");
-#   CRITEO_GZ=1 also times gzip input.
+#   REPEATS=N (default 3) timed runs of the target row (pinned memory -> host arrays) after one
+#   warm-up; E2E_REPEATS=N (default 3) of the others (writes, end to end); MODULI (default
+#   "5000 1000000"); CRITEO_GZ=1 also times gzip input. criteo_bench prints its progress on
+#   stderr.
 set -eu
 B=$1
 shift
@@ -33,7 +35,7 @@ for n in $ROWS; do
     echo "== load: $(uptime)"
     # shellcheck disable=SC2086
     "$B/criteo_bench" --cuda --input "$T" --bin "$C/criteo_$n.bin" $GZ --modulus "$m" \
-      --repeats "${REPEATS:-3}" --scratch "$C/scratch_cuda"
+      --repeats "${REPEATS:-3}" --e2e-repeats "${E2E_REPEATS:-3}" --scratch "$C/scratch_cuda"
   done
 done
 rm -rf "$C/scratch_cuda" "$C/emit_tmp"

@@ -19,15 +19,19 @@
 #                    corpus replayed on the GPU against the CPU
 #   l3-bench         dlprep l3 bench --device cuda on carry/l3bench/{fhd,native}, then nvJPEG
 #                    through torchvision on the same pictures as JPEG
-#   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, each modulus of $MODULI
+#   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, each modulus of $MODULI; binary
+#                    rows first, the target row $REPEATS times, the others $E2E_REPEATS
 #   l3-sanitize      compute-sanitizer on the L3 suite's --quick (memcheck, racecheck), memcheck on
 #                    the fuzz corpus (hostile files), then synccheck and initcheck if SAN_TOOLS
 #                    names them
-#   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus
+#   criteo-sanitize  the same on the Criteo suite's --quick and its fuzz corpus, but racecheck on
+#                    one CLI run (samples and a generated day): the suite does not fit its cap
 #   l3-profile       Nsight Compute on the decode kernel (FHD, batch 64, nhwc-u8): the largest
-#                    launch's throughput, occupancy, warp stalls
-#   criteo-profile   Nsight Compute over every kernel of a CUDA criteo-preprocess run: time per
-#                    kernel, DRAM and SM throughput, occupancy
+#                    launch's throughput, occupancy, warp stalls, rules, and its source lines and
+#                    SASS by instructions executed and by warp stall samples
+#   criteo-profile   Nsight Compute on dlprep's kernels (the first launches of each) in a CUDA
+#                    criteo-preprocess run: per kernel the median time, SM, memory and DRAM
+#                    throughput, occupancy
 #   l3-tune          the decode kernel's tuning builds, $L3_VARIANTS (prebuilt, or built here),
 #                    benchmarked beside the default build
 #   test, bench, sanitize, profile   both issues' steps of that kind, L3 first
@@ -37,11 +41,13 @@
 # bench JSON) and bench-fhd.json, bench-native.json (schema dlprep.l3-device-bench/1,
 # man/dlprep-l3.1).
 # Environment: BUDGET (seconds for the whole call: 420), ARCH (90), BATCH (1,16,64,256),
-#   REPEATS (10), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per sanitizer tool: 100),
-#   SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS (NAME:DEFINITION[,...]
-#   each: "mb8:DLPREP_L3_CUDA_MIN_BLOCKS=8 mb6:DLPREP_L3_CUDA_MIN_BLOCKS=6
-#   shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1"), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even when carry/prebuilt matches); a dry run without a
-#   GPU: DEVICE=cpu (l3-bench's --device) and SET (carry/l3bench).
+#   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
+#   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
+#   (NAME:DEFINITION[,...] each: "ppt2:DLPREP_L3_CUDA_PIXELS_PER_THREAD=2
+#   ppt4:DLPREP_L3_CUDA_PIXELS_PER_THREAD=4 shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1"; also
+#   DLPREP_L3_CUDA_MIN_BLOCKS=N), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even
+#   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
+#   SET (carry/l3bench).
 # The build machine runs the step `prebuild` (make_gpu_carry.sh, with PREBUILD_DIR): the build
 # and the tune builds as the device machine would make them, packed into PREBUILD_DIR.
 # shellcheck disable=SC2317  # the step functions are called by name: step_"$2"
@@ -55,8 +61,8 @@ export OUT=${OUT:-$root/build-gpu-out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
-export L3_VARIANTS=${L3_VARIANTS:-mb8:DLPREP_L3_CUDA_MIN_BLOCKS=8 mb6:DLPREP_L3_CUDA_MIN_BLOCKS=6 \
-shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
+export L3_VARIANTS=${L3_VARIANTS:-ppt2:DLPREP_L3_CUDA_PIXELS_PER_THREAD=2 \
+ppt4:DLPREP_L3_CUDA_PIXELS_PER_THREAD=4 shfl:DLPREP_L3_CUDA_SHUFFLE_PLANES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
@@ -264,9 +270,9 @@ step_l3-bench() {
   return "$rc"
 }
 
-# The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_MIN_BLOCKS trades
-# registers and spills for blocks per SM; DLPREP_L3_CUDA_SHUFFLE_PLANES loads a group's planes
-# once per half warp), prebuilt or built here, each benchmarked on the FHD set beside the default
+# The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_PIXELS_PER_THREAD
+# shares a group's and a row's work among 2 or 4 pixels; DLPREP_L3_CUDA_SHUFFLE_PLANES loads a
+# group's planes once per half warp), prebuilt or built here, each benchmarked on the FHD set beside the default
 # build in the same step, device-resident and end to end; each checks its output first.
 step_l3-tune() {
   ensure_built || return 1
@@ -301,15 +307,15 @@ step_criteo-bench() {
 }
 
 # profile NAME SUMMARY-ARGS -- COMMAND...: Nsight Compute's sections on COMMAND's kernels
-# (NCU_ARGS picks them), its report kept in the logs, what matters printed into the summary.
+# (the array NCU_ARGS picks them), its report kept in the logs, what matters printed into the
+# summary.
 profile() {
   local name=$1 summary=() rc=0
   shift
   while [[ $1 != -- ]]; do summary+=("$1"); shift; done
   shift
   command -v ncu >/dev/null || { note "$name-profile: ncu is missing"; return 1; }
-  # shellcheck disable=SC2086
-  ncu -f -o "$LOGS/ncu-$name" $NCU_ARGS "$@" >"$LOGS/ncu-$name.log" 2>&1 || rc=$?
+  ncu -f -o "$LOGS/ncu-$name" "${NCU_ARGS[@]}" "$@" >"$LOGS/ncu-$name.log" 2>&1 || rc=$?
   grep "==ERROR==\|==WARNING==" "$LOGS/ncu-$name.log" | head -5
   ncu --import "$LOGS/ncu-$name.ncu-rep" --csv --page details >"$LOGS/ncu-$name.csv" 2>&1 || rc=1
   "$PYTHON" tests/bench/ncu_summary.py "$LOGS/ncu-$name.csv" "${summary[@]}" \
@@ -318,18 +324,50 @@ profile() {
   return "$rc"
 }
 
+# source_view NAME: the report's source page, each CUDA line with its SASS (SASS alone where this
+# ncu refuses the pair), into ncu-NAME-source.csv, and its top lines by instructions executed and
+# by warp stall samples into ncu-NAME-source.txt and the summary. Never fails the step.
+source_view() {
+  local rep=$LOGS/ncu-$1.ncu-rep csv=$LOGS/ncu-$1-source.csv log=$LOGS/ncu-$1-source.log view rc
+  [[ -s $rep ]] || return 0
+  for view in cuda,sass sass; do
+    rc=0
+    ncu --import "$rep" --page source --csv --print-source "$view" >"$csv" 2>"$log" || rc=$?
+    echo "ncu --page source --print-source $view: exit $rc"
+    head -5 "$log"
+    grep -q '^"' "$csv" && break
+    echo "no CSV; its output began:"
+    head -5 "$csv"
+  done
+  "$PYTHON" tests/bench/ncu_summary.py "$csv" --source >"$LOGS/ncu-$1-source.txt" 2>&1
+  note "ncu on $1, source view ($view): the top lines (all in ncu-$1-source.txt)"
+  # At most 4 lists of 8 (about 40 lines).
+  "$PYTHON" tests/bench/ncu_summary.py "$csv" --source --top 8 2>&1 | tee -a "$OUT/summary.txt"
+  return 0
+}
+
 step_l3-profile() {
   ensure_built || return 1
-  # The first decode launches are the benchmark's batch-1 latency runs; 24 reach into batch 64's
-  # (ncu_summary picks the largest grid).
-  NCU_ARGS="-k regex:decode_patches -c 24 --section SpeedOfLight --section Occupancy
-    --section LaunchStats --section MemoryWorkloadAnalysis --section WarpStateStats
-    --section SchedulerStats --section ComputeWorkloadAnalysis" \
-    profile l3 --largest decode_patches -- "$B/dlprep" -q -j 4 l3 bench --device "$DEVICE" \
+  # The first 10 decode launches are the benchmark's batch-1 latency runs (grid 510), then batch
+  # 64's (grid 32640): two of those. SourceCounters (per-instruction counts and stall sampling;
+  # the binaries carry -lineinfo) and InstructionStats say where the instructions go; the sources
+  # travel in the report.
+  NCU_ARGS=(-k regex:decode_patches --launch-skip 10 -c 2 --import-source yes
+    --section SpeedOfLight --section Occupancy --section LaunchStats
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
+    --section ComputeWorkloadAnalysis --section SourceCounters --section InstructionStats)
+  profile l3 --largest decode_patches -- "$B/dlprep" -q -j 4 l3 bench --device "$DEVICE" \
     "$SET/fhd" --batch 64 --layout nhwc-u8 --repeats 1
   local rc=$?
-  grep -E "^launch|grid|Duration|Throughput|Occupancy|Registers|Block Limit|Warp Cycles|Eligible|Issued Warp|Hit Rate|Bank" \
-    "$LOGS/ncu-l3.txt" | tee -a "$OUT/summary.txt"
+  # The summary keeps the launch, the rules and these metrics (ncu_summary prints
+  # "  section | name | value unit").
+  local keep="Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput"
+  keep+="|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Theoretical Occupancy"
+  keep+="|Registers Per Thread|Block Limit [A-Za-z ]+|Warp Cycles Per Issued Instruction"
+  keep+="|Eligible Warps Per Scheduler|No Eligible|Issued Warp Per Scheduler|L1/TEX Hit Rate"
+  keep+="|L2 Hit Rate|Branch Efficiency|Avg. Divergent Branches|Local Memory Spilling Requests"
+  grep -E "^launch|^  grid|^  rule |\| ($keep) \|" "$LOGS/ncu-l3.txt" | tee -a "$OUT/summary.txt"
+  source_view l3
   return "$rc"
 }
 
@@ -338,11 +376,27 @@ step_criteo-profile() {
   local input=tests/bench/cache/criteo/criteo_1000000.tsv
   mkdir -p "${input%/*}"
   [[ -s $input ]] || "$B/gen_criteo" 1000000 1 >"$input"
+  local run=("$B/dlprep" -q criteo-preprocess --device cuda --preset piper "$input" -o
+    "$B/scratch_profile")
+  local sections=(--section SpeedOfLight --section Occupancy)
+  # dlprep's own kernels only (their names end in _kernel, CUB's in Kernel), the first two
+  # launches of each (ncu numbers a kernel's invocations per grid and block shape), at most 60:
+  # every stage of both passes, the transform's launches last of all.
   rm -rf "$B/scratch_profile"
-  NCU_ARGS="-c 400 --section SpeedOfLight --section Occupancy" \
-    profile criteo --per-kernel -- "$B/dlprep" -q criteo-preprocess --device cuda --preset piper \
-    "$input" -o "$B/scratch_profile"
+  NCU_ARGS=(--kernel-id '::regex:_kernel:^[12]$' -c 60 "${sections[@]}")
+  profile criteo --per-kernel -- "${run[@]}"
   local rc=$?
+  if [[ ! -s $LOGS/ncu-criteo.ncu-rep ]]; then
+    # An ncu that does not take the invocation pattern: the first 60 launches of them.
+    mv "$LOGS/ncu-criteo.log" "$LOGS/ncu-criteo-kernel-id.log"
+    note "criteo-profile: no report with --kernel-id ($(grep -m1 '==ERROR==' \
+      "$LOGS/ncu-criteo-kernel-id.log" || echo "ncu-criteo-kernel-id.log")): the first 60 \
+launches of dlprep's kernels instead"
+    rm -rf "$B/scratch_profile"
+    NCU_ARGS=(-k regex:_kernel -c 60 "${sections[@]}")
+    profile criteo --per-kernel -- "${run[@]}"
+    rc=$?
+  fi
   tee -a "$OUT/summary.txt" <"$LOGS/ncu-criteo.txt"
   return "$rc"
 }
@@ -368,23 +422,42 @@ sanitize() {  # sanitize NAME TOOLS COMMAND...: each of TOOLS on COMMAND, within
 }
 
 # sanitize_suite NAME SUITE REPLAY CORPUS: memcheck and racecheck on the CUDA suite's --quick
-# (what issue 4 asks for), memcheck on the fuzz corpus (hostile inputs), then synccheck and
-# initcheck, each where SAN_TOOLS names it.
+# (what issue 4 asks for; racecheck on the array RACECHECK, NAME COMMAND..., where it is set),
+# memcheck on the fuzz corpus (hostile inputs), then synccheck and initcheck, each where
+# SAN_TOOLS names it.
 sanitize_suite() {
   ensure_built || return 1
-  local rc=0 wanted=" ${SAN_TOOLS:-memcheck racecheck} " tool first="" last=""
-  for tool in memcheck racecheck; do [[ $wanted == *" $tool "* ]] && first+=" $tool"; done
+  local rc=0 wanted=" ${SAN_TOOLS:-memcheck racecheck} " tool last=""
+  local suite=("$B/tests/cuda/$2" --quick)
+  local race=("$1" "${suite[@]}")
+  [[ -v RACECHECK ]] && race=("${RACECHECK[@]}")
   for tool in synccheck initcheck; do [[ $wanted == *" $tool "* ]] && last+=" $tool"; done
-  sanitize "$1" "$first" "$B/tests/cuda/$2" --quick || rc=1
+  if [[ $wanted == *" memcheck "* ]]; then sanitize "$1" memcheck "${suite[@]}" || rc=1; fi
+  if [[ $wanted == *" racecheck "* ]]; then
+    sanitize "${race[0]}" racecheck "${race[@]:1}" || rc=1
+  fi
   if [[ $wanted == *" memcheck "* ]]; then
     sanitize "$1-corpus" memcheck "$B/tests/fuzz/$3" "tests/fuzz/corpus/$4" || rc=1
   fi
-  sanitize "$1" "$last" "$B/tests/cuda/$2" --quick || rc=1
+  sanitize "$1" "$last" "${suite[@]}" || rc=1
   return "$rc"
 }
 
 step_l3-sanitize() { sanitize_suite l3 l3_decode_cuda_test fuzz_l3_decode_cuda_replay l3; }
 step_criteo-sanitize() {
+  ensure_built || return 1
+  # Racecheck costs about 9 s per run of the pipeline whatever its size (some 300 launches, CUB's
+  # included), so the suite's 36 cases (--tiny's 35 too) cannot finish in a cap. It checks shared
+  # memory, which parse_lines_kernel and CUB use: one CLI run covers them and every other kernel,
+  # on the samples (edge cases, gzip) and a generated day in 1 MiB chunks, flat and hashed columns.
+  local dir=$B/scratch_racecheck modulus
+  mkdir -p "$dir"
+  [[ -s $dir/day.tsv ]] || "$B/gen_criteo" 20000 1 >"$dir/day.tsv"
+  rm -rf "$dir/out"
+  modulus=$(printf '5000,0,%.0s' {1..13})
+  RACECHECK=(criteo-cli "$B/dlprep" -q criteo-preprocess --device cuda --chunk-mb 1
+    --modulus "${modulus%,}" sample_data/criteo/{deepctr_200.tsv,nvtabular_day_0.gz,edge_cases.tsv}
+    "$dir/day.tsv" -o "$dir/out")
   sanitize_suite criteo criteo_preprocess_cuda_test fuzz_criteo_cuda_replay criteo_tsv
 }
 
@@ -413,7 +486,7 @@ if [[ ${1:-} == --one ]]; then
   "step_$2"
   exit
 fi
-[[ $# -gt 0 ]] || { sed -n '9,44p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '9,49p' "$0"; exit 2; }
 steps=()
 for s in "$@"; do
   case $s in

@@ -5,7 +5,7 @@
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
 // per listed patch (all its channels) and one thread per pixel column of the patch, or per
-// kPixelsPerThread columns in a tuning build (blockDim = block_threads() of the widest patch of
+// kPixelsPerThread columns (blockDim = block_threads() of the widest patch of
 // the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
 //      padding, and the payload offset of every group from a block-wide prefix sum over the width
@@ -30,16 +30,14 @@
 // failure flag rather than every status is read back; the plan's work list goes up in one copy
 // from pinned memory.
 //
-// Measured on an H100 (2026-11-26, tests/bench/l3_cuda_bench.md): 138 GB/s of FHD pixels at batch
-// 256, issue-bound (IPC 3.07 of 4, ALU the busiest pipe, memory 25% busy). So the tuning builds
-// (gpu_session.sh l3-tune) cut instructions per pixel:
-//  - several pixels per thread (DLPREP_L3_CUDA_PIXELS_PER_THREAD, to be measured): the work per
-//    group and row shared by 2 or 4 pixels, their plane bits taken together;
-//  - warp-level bit extraction (DLPREP_L3_CUDA_SHUFFLE_PLANES in group_residuals; measured +2.5%,
-//    within the run's noise): the planes loaded once per half warp and shuffled.
-// Still open: several patches per block for 8..32-pixel patches, where most of a warp idles;
-// packing a pixel's channels into one store for nhwc-u8.
-//
+// Measured on an H100 (2026-11-26, tests/bench/l3_cuda_bench.md): a thread per pixel gave 138 GB/s
+// of FHD pixels at batch 256, issue-bound (IPC 3.07 of 4, ALU the busiest pipe, memory 25% busy).
+// Two pixels per thread (kPixelsPerThread, decode_kernel.hpp) share the work per group and row
+// and take their plane bits together: 203-210 GB/s in the same run; four pixels lost (127 GB/s),
+// and loading the planes once per half warp and shuffling them moved the figure by +2-4% only
+// (removed). Still open: several patches per block for 8..32-pixel patches, where most of a warp
+// idles; packing a pixel's channels into one store for nhwc-u8.
+
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
 // cuda_emulation.hpp supplies the built-ins. Include it in one file per program: the kernel has
@@ -67,16 +65,6 @@ constexpr uint32_t kPixels = kPixelsPerThread;
 constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch / kPixels);
 constexpr int kMaxWarps = kMaxThreads / 32;
 
-// A tuning build may set DLPREP_L3_CUDA_MIN_BLOCKS, the blocks of kMaxThreads that must fit on
-// an SM: ptxas then caps the registers at 64K / (256 x it), trading spills for occupancy
-// (tests/bench/l3_cuda_bench.md, gpu_session.sh l3-tune). Unset, ptxas takes 64 registers: half
-// occupancy for FHD's 64-thread blocks. (A minimum of 1 is not the same: it lets ptxas take 80.)
-#ifdef DLPREP_L3_CUDA_MIN_BLOCKS
-#define DLPREP_L3_LAUNCH_BOUNDS __launch_bounds__(kMaxThreads, DLPREP_L3_CUDA_MIN_BLOCKS)
-#else
-#define DLPREP_L3_LAUNCH_BOUNDS __launch_bounds__(kMaxThreads)
-#endif
-
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFullMask, v, d);
   return v;
@@ -102,13 +90,7 @@ __device__ __forceinline__ uint32_t width_code_at(const uint8_t* codes, uint32_t
   return (codes[group >> 1] >> ((group & 1u) * 4u)) & 0xFu;
 }
 
-static_assert(l3::kGroupPixels == 16, "a group is half a warp in group_residuals");
-#ifdef DLPREP_L3_CUDA_SHUFFLE_PLANES
-constexpr bool kShufflePlanes = true;
-static_assert(kPixels == 1, "the shuffle build gives each lane one pixel");
-#else
-constexpr bool kShufflePlanes = false;
-#endif
+static_assert(l3::kGroupPixels == 16, "group_residuals reads a group's planes as 16-bit words");
 
 // Several pixels per thread: pixel i of the thread keeps its residual bits in byte i of a word.
 // A plane byte's bits for pixels i = 0..kPixels-1 (bits 0..kPixels-1 after the shift) go to bit
@@ -119,9 +101,7 @@ constexpr uint32_t kSpreadMask = kPixels == 1 ? 1u : kPixels == 2 ? 0x0101u : 0x
 
 /// The residuals of pixel columns x .. x + kPixels - 1 (one thread's, all in one group) of one
 /// plane: bit x mod 16 (and the next ones) of each of the group's bit planes, plus its base;
-/// `payload` is the group's payload (base, then the planes). In the shuffle build every lane of
-/// the half warp that holds the group calls it, lanes past the patch's right edge too (their x
-/// still lies in the group; their value is unused).
+/// `payload` is the group's payload (base, then the planes).
 __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* payload, uint32_t x,
                                                 uint8_t (&residual)[kPixels]) {
   const uint32_t width = l3::code_width(code), j = x % l3::kGroupPixels;
@@ -129,17 +109,6 @@ __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* pa
   uint8_t base = l3::implicit_base(width);
   if (l3::code_explicit(code)) base = *q++;
   uint32_t bits = 0;
-#ifdef DLPREP_L3_CUDA_SHUFFLE_PLANES
-  // A tuning build (gpu_session.sh l3-tune): lane j of the half warp loads byte j of the planes
-  // (one coalesced load of at most 16 bytes), and each lane takes the bytes of its bit from the
-  // others by shuffles: 1 load per lane instead of `width`. The half warp agrees on `width`.
-  const unsigned half = 0xFFFFu << (x & 16u);
-  const uint32_t mine = j < 2 * width ? q[j] : 0u;
-  for (uint32_t k = 0; k < width; ++k) {
-    const uint32_t plane = __shfl_sync(half, mine, static_cast<int>(2 * k + j / 8), 16);
-    bits |= ((plane >> (j % 8)) & 1u) << k;
-  }
-#else
   // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load per
   // plane, not two.
   const uint8_t* const plane_byte = q + j / 8;
@@ -153,7 +122,6 @@ __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* pa
       bits = 2 * bits +
              ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
   }
-#endif
 #pragma unroll
   for (uint32_t i = 0; i < kPixels; ++i)
     residual[i] = static_cast<uint8_t>((bits >> (8 * i)) + base);
@@ -201,7 +169,7 @@ __device__ __forceinline__ void predict_pixels(uint32_t predictor, const uint8_t
   }
 }
 
-__global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a) {
+__global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
   // Payload offset of each group of each channel (exclusive scan), max_groups apart. 16 bits
   // suffice: a group's payload is at most 16 bytes and a patch has at most 4096 groups, so an
   // offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
@@ -301,7 +269,7 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
   // group): their bits of each plane of the group, plus the base, then the predictor over the
   // row above.
   const uint32_t x0 = tid * kPixels;
-  const bool active = x0 < w, in_group = x0 / l3::kGroupPixels < gpr;
+  const bool active = x0 < w;
   bool column[kPixels];  // which of the thread's columns lie in the patch
 #pragma unroll
   for (uint32_t i = 0; i < kPixels; ++i) column[i] = x0 + i < w;
@@ -316,8 +284,7 @@ __global__ void DLPREP_L3_LAUNCH_BOUNDS decode_patches_kernel(const DecodeArgs a
       const uint8_t* const predictor_codes = p + 1;
       const uint8_t* const width_codes = predictor_codes + l3::predictor_bytes(h);
       uint8_t residual[kPixels] = {};
-      // The shuffles need every lane of a half warp that holds a group, past the edge or not.
-      if (kShufflePlanes ? in_group : active) {
+      if (active) {
         const uint32_t g = y * gpr + x0 / l3::kGroupPixels;
         const uint32_t code = width_code_at(width_codes, g);
         group_residuals(code, p + head + group_offset[c * a.max_groups + g], x0, residual);

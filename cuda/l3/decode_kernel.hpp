@@ -50,14 +50,15 @@ struct DecodeArgs {
   l3::OutputLayout layout;
 };
 
-/// Pixel columns of a patch row per thread. A tuning build may set DLPREP_L3_CUDA_PIXELS_PER_THREAD
-/// to 2 or 4 (gpu_session.sh l3-tune): the work per group and per row (width code, offset, base,
-/// predictor code, loop) is then shared by that many pixels, and a plane byte yields their bits
-/// together. The kernel was measured issue-bound on the H100 (tests/bench/l3_cuda_bench.md).
+/// Pixel columns of a patch row per thread: the work per group and per row (width code, offset,
+/// base, predictor code, loop) is shared by that many pixels, and a plane byte yields their bits
+/// together. The kernel is issue-bound; on the H100, 2 gave 203-210 GB/s of FHD pixels at batch
+/// 64-256 against 135-137 for 1 and 125-127 for 4 in the same run (tests/bench/RESULTS.md). A
+/// tuning build may set DLPREP_L3_CUDA_PIXELS_PER_THREAD to 1 or 4 (gpu_session.sh l3-tune).
 #ifdef DLPREP_L3_CUDA_PIXELS_PER_THREAD
 inline constexpr uint32_t kPixelsPerThread = DLPREP_L3_CUDA_PIXELS_PER_THREAD;
 #else
-inline constexpr uint32_t kPixelsPerThread = 1;
+inline constexpr uint32_t kPixelsPerThread = 2;
 #endif
 static_assert(kPixelsPerThread == 1 || kPixelsPerThread == 2 || kPixelsPerThread == 4,
               "a thread's pixels must divide a group of 16");

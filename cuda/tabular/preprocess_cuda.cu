@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -133,10 +134,18 @@ constexpr size_t kDefaultChunkBytes = size_t{64} << 20;
 // Positions inside a chunk are 32-bit; this keeps every offset and count far from 2^32.
 constexpr size_t kMaxChunkBytes = size_t{256} << 20;
 constexpr uint32_t kNoBadLine = 0xFFFFFFFFu;
+// Pass 2 takes binary and kept rows in pieces of at most this many rows: the pinned arrays a
+// piece comes back in (160 bytes a row, two slots) then take 21 MB instead of a whole chunk's
+// 134 MB, and pinning host memory costs about 0.3 s per GB (the first session's preloads).
+constexpr uint32_t kPass2PieceRows = 1u << 16;
 
-// Rows a chunk of `bytes` input bytes can hold: text rows are at least kMinRowBytes long, and
-// binary rows are 160 bytes.
+// Rows a chunk of `bytes` text bytes can hold: text rows are at least kMinRowBytes long.
 size_t rows_for_bytes(size_t bytes) { return bytes / tabular::kMinRowBytes + 1; }
+
+// What to reserve for `n` elements when at most `most` are expected: a quarter more, so that
+// chunks a few bytes longer than the first do not grow the arrays again (growing frees them,
+// and cudaFree waits for the device).
+size_t with_slack(size_t n, size_t most) { return std::max(n, std::min(most, n + n / 4)); }
 
 float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
@@ -152,20 +161,22 @@ struct Pending {
   uint32_t lines = 0;  // lines (text) or rows
   CriteoChunkSink sink;
   RowSource src{};                 // where its valid rows are (num_good unused)
-  uint32_t* owned_rows = nullptr;  // rows kept from pass 1, freed once delivered
+  uint32_t* owned_rows = nullptr;  // a chunk of rows kept from pass 1, freed once delivered
+  uint32_t owned_count = 0;        // its rows
 };
 
-// One of the two pipelines. Buffers are sized for `capacity` input bytes:
-//   text       capacity                  the chunk (or binary rows)
-//   nl/good/line_slot  capacity lines    a line is at least 1 byte
-//   rows, row_slot     rows_for_bytes    parsed rows at start / 40
-//   outputs, patches   rows_for_bytes    pass 2 arrays (allocated in pass 2 only)
-// about 18 bytes per input byte; 1.2 GB for 64 MiB chunks.
+// One of the two pipelines. Buffers grow to what the chunks need:
+//   text               capacity bytes        the chunk (text or binary rows)
+//   nl/good/line_slot  text_capacity lines   text only; a line is at least 1 byte
+//   rows, row_slot     rows_for_bytes        text only; parsed rows at start / 40
+//   outputs, patches   out_rows              pass 2 only: the rows of a text chunk or a piece
+// about 18 bytes per text byte (1.2 GB for 64 MiB chunks); binary rows need only `text`.
 struct Slot {
   cudaStream_t stream = nullptr;
   cudaEvent_t ev_begin = nullptr, ev_h2d = nullptr, ev_lines = nullptr, ev_done = nullptr;
   cudaEvent_t ev_d2h_begin = nullptr, ev_d2h_end = nullptr, ev_inserted = nullptr;
-  size_t capacity = 0, out_rows = 0;
+  size_t capacity = 0, text_capacity = 0, out_rows = 0;
+  uint32_t queued_rows = 0;  // pass-2 outputs already queued for the copy back (row sources)
   DeviceArray<uint8_t> text;
   DeviceArray<uint32_t> nl, line_slot, row_slot, rows;
   DeviceArray<uint8_t> good;
@@ -299,30 +310,61 @@ struct CriteoPreprocessorCuda::Impl {
 
   // ---- buffers -------------------------------------------------------------------------------
 
-  void ensure_capacity(Slot& s, size_t bytes) {
-    if (bytes > s.capacity) {
-      const size_t rows = rows_for_bytes(bytes);
-      s.text.reserve(bytes);
-      s.nl.reserve(bytes);
-      s.good.reserve(bytes);
-      s.line_slot.reserve(bytes);
+  // Host time spent allocating (stats: cuda.alloc_seconds), around each growth.
+  template <class F>
+  void timed_alloc(F&& allocate) {
+    const auto t0 = std::chrono::steady_clock::now();
+    allocate();
+    timings.alloc_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void ensure_input(Slot& s, size_t bytes) {
+    if (bytes <= s.capacity) return;
+    timed_alloc([&] {
+      s.capacity = with_slack(bytes, chunk_bytes);
+      s.text.reserve(s.capacity);
+    });
+  }
+
+  // The line and row buffers of text chunks.
+  void ensure_text(Slot& s, size_t bytes) {
+    ensure_input(s, bytes);
+    if (bytes <= s.text_capacity) return;
+    timed_alloc([&] {
+      const size_t n = with_slack(bytes, chunk_bytes), rows = rows_for_bytes(n);
+      s.nl.reserve(n);
+      s.good.reserve(n);
+      s.line_slot.reserve(n);
       s.row_slot.reserve(rows);
       s.rows.reserve(rows * kNumFields);
-      const size_t temp = line_select_temp_bytes(bytes);
-      s.temp.reserve(temp);
-      s.temp_bytes = temp;
-      s.capacity = bytes;
-    }
-    if (pass == 2) {
-      const size_t rows = rows_for_bytes(s.capacity);
-      if (rows > s.out_rows) {
-        s.labels.reserve(rows);
-        s.dense.reserve(rows * kNumDense);
-        s.sparse.reserve(rows * kNumSparse);
-        s.patches.reserve(rows);
-        s.out_rows = rows;
-      }
-    }
+      s.temp_bytes = line_select_temp_bytes(n);
+      s.temp.reserve(s.temp_bytes);
+      s.text_capacity = n;
+    });
+  }
+
+  // The pass-2 arrays of a chunk or piece of up to `rows` rows, of at most `most` in this run.
+  void ensure_outputs(Slot& s, size_t rows, size_t most) {
+    if (rows <= s.out_rows) return;
+    timed_alloc([&] {
+      const size_t n = with_slack(rows, most);
+      s.labels.reserve(n);
+      s.dense.reserve(n * kNumDense);
+      s.sparse.reserve(n * kNumSparse);
+      s.patches.reserve(n);
+      s.out_rows = n;
+    });
+  }
+
+  // The pinned host arrays a chunk's `rows` outputs come back in.
+  void ensure_host_outputs(Slot& s, uint32_t rows) {
+    timed_alloc([&] {
+      const size_t n = with_slack(rows, s.out_rows);
+      s.h_labels.reserve(n);
+      s.h_dense.reserve(n * kNumDense);
+      s.h_sparse.reserve(n * kNumSparse);
+    });
   }
 
   // ---- the pipeline --------------------------------------------------------------------------
@@ -352,7 +394,8 @@ struct CriteoPreprocessorCuda::Impl {
   void text_chunk(int which, size_t day, const char* text, size_t bytes,
                   const CriteoChunkSink& sink) {
     Slot& s = acquire();
-    ensure_capacity(s, bytes);
+    ensure_text(s, bytes);
+    if (which == 2) ensure_outputs(s, rows_for_bytes(bytes), rows_for_bytes(chunk_bytes));
     start_chunk(s, 0, 0);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), text, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
@@ -369,15 +412,16 @@ struct CriteoPreprocessorCuda::Impl {
                 s.row_slot.get(), s.counters.get(), s.temp.get(), s.temp_bytes, s.stream);
     RowSource src{s.rows.get(), s.row_slot.get(), &s.counters.get()->num_good};
     compute(s, which, src, lines, tabular::row_key_span(true, bytes));
-    s.pending = Pending{which, true, day, lines, sink, src, nullptr};
+    s.pending = Pending{which, true, day, lines, sink, src, nullptr, 0};
   }
 
   void rows_chunk(int which, size_t day, const uint32_t* rows, size_t count,
                   const CriteoChunkSink& sink) {
     Slot& s = acquire();
     const size_t bytes = count * tabular::kBinaryRowBytes;
-    ensure_capacity(s, bytes);
+    ensure_input(s, bytes);
     const auto n = static_cast<uint32_t>(count);
+    if (which == 2) ensure_outputs(s, n, kPass2PieceRows);
     start_chunk(s, n, n);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), rows, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
@@ -385,7 +429,7 @@ struct CriteoPreprocessorCuda::Impl {
     RowSource src{reinterpret_cast<const uint32_t*>(s.text.get()), nullptr,
                   &s.counters.get()->num_good};
     compute(s, which, src, n, tabular::row_key_span(false, count));
-    s.pending = Pending{which, false, day, n, sink, src, nullptr};
+    s.pending = Pending{which, false, day, n, sink, src, nullptr, 0};
   }
 
   // A span of whole lines (or of binary rows) cut into chunks of at most chunk_bytes.
@@ -404,7 +448,8 @@ struct CriteoPreprocessorCuda::Impl {
 
   void rows_chunks(int which, size_t day, const uint32_t* rows, size_t count,
                    const CriteoChunkSink& sink) {
-    const size_t per = std::max<size_t>(chunk_bytes / tabular::kBinaryRowBytes, 1);
+    size_t per = std::max<size_t>(chunk_bytes / tabular::kBinaryRowBytes, 1);
+    if (which == 2) per = std::min<size_t>(per, kPass2PieceRows);
     for (size_t r = 0; r < count; r += per)
       rows_chunk(which, day, rows + r * kNumFields, std::min(per, count - r), sink);
   }
@@ -442,6 +487,9 @@ struct CriteoPreprocessorCuda::Impl {
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters.get(), s.counters.get(), sizeof(ChunkCounters),
                                       cudaMemcpyDeviceToHost, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_done, s.stream));
+    // Rows that need no parse are all valid: their outputs go back at once, without waiting
+    // for the host to come round to this slot again.
+    if (which == 2 && src.row_slot == nullptr) queue_outputs(s, max_rows);
     s.busy = true;
     s.seq = next_seq++;
     ++timings.chunks;
@@ -461,7 +509,9 @@ struct CriteoPreprocessorCuda::Impl {
 
   uint32_t* pool_alloc(size_t bytes, cudaStream_t stream) {
     void* p = nullptr;
-    DLPREP_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<size_t>(bytes, 4), pool, stream));
+    timed_alloc([&] {
+      DLPREP_CUDA_CHECK(cudaMallocFromPoolAsync(&p, std::max<size_t>(bytes, 4), pool, stream));
+    });
     return static_cast<uint32_t*>(p);
   }
 
@@ -535,7 +585,7 @@ struct CriteoPreprocessorCuda::Impl {
       finish_pass2(s, p, r, n, c.num_patches);
       if (p.owned_rows != nullptr) {
         DLPREP_CUDA_CHECK(cudaFreeAsync(p.owned_rows, s.stream));
-        kept_bytes -= uint64_t{n} * tabular::kBinaryRowBytes;
+        kept_bytes -= uint64_t{p.owned_count} * tabular::kBinaryRowBytes;
       }
     }
     p.sink(r);
@@ -574,13 +624,9 @@ struct CriteoPreprocessorCuda::Impl {
     }
   }
 
-  void finish_pass2(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n,
-                    uint32_t num_patches) {
-    s.h_labels.reserve(n);
-    s.h_dense.reserve(size_t{n} * kNumDense);
-    s.h_sparse.reserve(size_t{n} * kNumSparse);
-    const uint32_t patches = std::min<uint32_t>(num_patches, static_cast<uint32_t>(s.out_rows));
-    s.h_patches.reserve(patches);
+  // The copy back of a chunk's `n` output rows into the slot's pinned arrays, on its stream.
+  void queue_outputs(Slot& s, uint32_t n) {
+    ensure_host_outputs(s, n);
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_begin, s.stream));
     if (n > 0) {
       DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_labels.get(), s.labels.get(), size_t{n} * 4,
@@ -591,13 +637,27 @@ struct CriteoPreprocessorCuda::Impl {
                                         size_t{n} * kNumSparse * 4, cudaMemcpyDeviceToHost,
                                         s.stream));
     }
-    if (patches > 0)
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
+    s.queued_rows = n;
+  }
+
+  void finish_pass2(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n,
+                    uint32_t num_patches) {
+    // Text chunks learn their row count here; row sources queued their copy in compute().
+    if (!p.text && s.queued_rows != n)
+      throw Error(Errc::internal, "criteo-preprocess on cuda: rows lost on the device");
+    if (p.text) queue_outputs(s, n);
+    s.queued_rows = 0;
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
+    timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
+    const uint32_t patches = std::min<uint32_t>(num_patches, static_cast<uint32_t>(s.out_rows));
+    if (patches > 0) {
+      s.h_patches.reserve(patches);
       DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_patches.get(), s.patches.get(),
                                         size_t{patches} * sizeof(LogPatch), cudaMemcpyDeviceToHost,
                                         s.stream));
-    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
-    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
-    timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+    }
     uint32_t* dense_out = s.h_dense.get();
     if (num_patches > patches) {
       // More values near a rounding boundary than patch slots (an adversarial input): recompute
@@ -766,16 +826,18 @@ struct CriteoPreprocessorCuda::Impl {
     flush();
     for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     cudaStream_t st = slots[0].stream;
+    // Scratch for every column (each ends synchronised): 26 columns' worth of cudaMalloc and
+    // cudaFree, each of which waits, would cost more than the extraction.
+    DeviceArray<uint8_t> flags;
+    DeviceArray<uint32_t> slots_a, slots_b, num, vals;
+    DeviceArray<uint64_t> keys_a, keys_b, cnts;
+    DeviceArray<uint8_t> temp;
     for (int j = 0; j < kNumSparse; ++j) {
       Column& c = cols[j];
       values[j].clear();
       counts[j].clear();
       if (!c.first.get()) continue;
       const uint64_t entries = c.flat ? c.modulus : uint64_t{1} << c.bits;
-      DeviceArray<uint8_t> flags;
-      DeviceArray<uint32_t> slots_a, slots_b, num, vals;
-      DeviceArray<uint64_t> keys_a, keys_b, cnts;
-      DeviceArray<uint8_t> temp;
       const size_t temp_bytes = vocab_extract_temp_bytes(entries);
       flags.reserve(entries);
       slots_a.reserve(entries);
@@ -829,6 +891,8 @@ struct CriteoPreprocessorCuda::Impl {
     release_pass2();
     cudaStream_t st = slots[0].stream;
     lookup = LookupTables{};
+    DeviceArray<uint32_t> v;  // each column's vocabulary, uploaded (reused: every column waits)
+    DeviceArray<int32_t> id;
     for (int j = 0; j < kNumSparse; ++j) {
       mod[j] = FastMod(setup.modulus[j]);
       lookup.mod[j] = mod[j];
@@ -838,8 +902,6 @@ struct CriteoPreprocessorCuda::Impl {
       if (values.size() != ids.size())
         throw Error(Errc::internal, "criteo-preprocess on cuda: vocabulary not finalised");
       const auto n = static_cast<uint32_t>(values.size());
-      DeviceArray<uint32_t> v;
-      DeviceArray<int32_t> id;
       v.reserve(n);
       id.reserve(n);
       if (n > 0) {
@@ -863,7 +925,7 @@ struct CriteoPreprocessorCuda::Impl {
         lookup.ids[j] = lookup_ids[j].get();
         lookup.bits[j] = bits;
       }
-      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and id are freed
+      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and id are used again
     }
     dense = DenseSetup{DenseMode::log, nullptr, setup.log_offset};
     if (setup.int_dense) {
@@ -881,8 +943,6 @@ struct CriteoPreprocessorCuda::Impl {
       DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
       dense.lut = lut.get();
     }
-    for (Slot& s : slots)
-      if (s.capacity > 0) ensure_capacity(s, s.capacity);  // the pass-2 output arrays
   }
 
   void kept_day_chunks(size_t day, const CriteoChunkSink& sink) {
@@ -890,19 +950,23 @@ struct CriteoPreprocessorCuda::Impl {
       throw Error(Errc::internal,
                   "criteo-preprocess on cuda: day " + std::to_string(day) + " was not kept");
     KeptDay& d = kept[day];
-    // Each chunk passes from the day's list to its slot's Pending, which frees it once delivered
-    // (finish) or, after an error, on destruction.
-    size_t next = 0;
-    while (next < d.chunks.size()) {
-      const KeptChunk k = d.chunks[next];
-      Slot& s = acquire();  // may deliver (and throw): d.chunks[next..] are still listed
-      ensure_capacity(s, std::max<size_t>(s.capacity, size_t{k.n} * tabular::kMinRowBytes));
-      start_chunk(s, k.n, k.n);
-      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
-      RowSource src{k.rows, nullptr, &s.counters.get()->num_good};
-      s.pending = Pending{2, false, day, k.n, sink, src, k.rows};
-      d.chunks[next++].rows = nullptr;  // owned by the Pending from here
-      compute(s, 2, src, k.n, 0);
+    // A chunk goes in pieces of at most kPass2PieceRows rows. It passes from the day's list to
+    // the Pending of its last piece, which frees it once delivered (finish) or, after an error,
+    // on destruction.
+    for (KeptChunk& k : d.chunks) {
+      for (uint32_t first = 0; first < k.n;) {
+        const uint32_t n = std::min(k.n - first, kPass2PieceRows);
+        const bool last = first + n == k.n;
+        Slot& s = acquire();  // may deliver (and throw): k and the next chunks are still listed
+        ensure_outputs(s, n, kPass2PieceRows);
+        start_chunk(s, n, n);
+        DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
+        RowSource src{k.rows + size_t{first} * kNumFields, nullptr, &s.counters.get()->num_good};
+        s.pending = Pending{2, false, day, n, sink, src, last ? k.rows : nullptr, last ? k.n : 0};
+        if (last) k.rows = nullptr;  // owned by the Pending from here
+        compute(s, 2, src, n, 0);
+        first += n;
+      }
     }
     d.chunks.clear();
     d.dropped = true;  // consumed

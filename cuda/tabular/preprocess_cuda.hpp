@@ -80,6 +80,7 @@ struct CriteoCudaTimings {
   double h2d_ms = 0;
   double kernel_ms = 0;
   double d2h_ms = 0;
+  double alloc_ms = 0;  ///< host time spent allocating device and pinned host buffers
   uint64_t chunks = 0;
   uint64_t kept_rows = 0;
   uint64_t log_values_on_host = 0;

@@ -132,6 +132,7 @@ struct PreprocessStats {
   double h2d_seconds = 0;
   double kernel_seconds = 0;
   double d2h_seconds = 0;
+  double alloc_seconds = 0;  ///< host time (not events) allocating device and pinned buffers
   uint64_t device_chunks = 0;
   uint64_t log_values_on_host = 0;  ///< dense logs the host recomputed (float rounding too close)
   /// The stats.json document ("schema": "dlprep.criteo-preprocess/1").

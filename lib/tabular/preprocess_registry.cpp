@@ -132,6 +132,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     b.h2d_seconds = t.h2d_ms / 1000;
     b.kernel_seconds = t.kernel_ms / 1000;
     b.d2h_seconds = t.d2h_ms / 1000;
+    b.alloc_seconds = t.alloc_ms / 1000;
     b.chunks = t.chunks;
     b.kept_rows = t.kept_rows;
     b.log_values_on_host = t.log_values_on_host;

@@ -35,8 +35,10 @@
 // Two pixels per thread (kPixelsPerThread, decode_kernel.hpp) share the work per group and row
 // and take their plane bits together: 203-210 GB/s in the same run; four pixels lost (127 GB/s),
 // and loading the planes once per half warp and shuffling them moved the figure by +2-4% only
-// (removed). Still open: several patches per block for 8..32-pixel patches, where most of a warp
-// idles; packing a pixel's channels into one store for nhwc-u8.
+// (removed). A tuning build sums the checksum a word at a time (DLPREP_L3_CUDA_WORD_CHECKSUM, not
+// yet timed: pass 1's byte loop drew 10% of the stall samples). Still open: several patches per
+// block for 8..32-pixel patches, where most of a warp idles; packing a pixel's channels into one
+// store for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -45,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "l3/batch_output.hpp"
 #include "l3/batch_plan.hpp"
@@ -84,6 +87,54 @@ __device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
   for (unsigned w = 0; w < warp; ++w) prefix += warp_sums[w];
   __syncthreads();  // warp_sums is free again for the next call
   return v + prefix;
+}
+
+#ifdef DLPREP_L3_CUDA_WORD_CHECKSUM
+/// The 4 bytes at q, 4-byte aligned.
+__device__ __forceinline__ uint32_t aligned_word(const uint8_t* q) {
+#if defined(__CUDA_ARCH__)
+  return *reinterpret_cast<const uint32_t*>(q);
+#else
+  uint32_t x;
+  std::memcpy(&x, q, 4);
+  return x;
+#endif
+}
+#endif
+
+/// This thread's share of the checksum sums of the patch's n bytes at p: sa += b[i] and
+/// sb += (n - i) b[i] over its i.
+__device__ __forceinline__ void patch_sums(const uint8_t* p, uint32_t n, unsigned tid,
+                                           unsigned threads, unsigned long long& sa,
+                                           unsigned long long& sb) {
+#ifdef DLPREP_L3_CUDA_WORD_CHECKSUM
+  // A tuning build (gpu_session.sh l3-tune): the bytes between the first and the last 4-byte
+  // boundary a word at a time, their sum and their weights by two dot products (dp4a):
+  // sum (n - i - j) b[i + j] over j < 4 is (n - i) (b0 + b1 + b2 + b3) - (b1 + 2 b2 + 3 b3).
+  // The few bytes outside go one at a time.
+  const uint32_t lead = min(n, static_cast<uint32_t>(-reinterpret_cast<uintptr_t>(p)) & 3u);
+  const uint32_t words = (n - lead) / 4, tail = lead + 4 * words;
+  for (uint32_t k = tid; k < words; k += threads) {
+    const uint32_t i = lead + 4 * k;
+    const uint32_t x = aligned_word(p + i);
+    const uint32_t sum = __dp4a(x, 0x01010101u, 0u), weighted = __dp4a(x, 0x03020100u, 0u);
+    sa += sum;
+    sb += static_cast<unsigned long long>(n - i) * sum - weighted;
+  }
+  const uint32_t rest = lead + (n - tail);  // at most 6 bytes
+  if (tid < rest) {
+    const uint32_t i = tid < lead ? tid : tail + (tid - lead);
+    const uint32_t v = p[i];
+    sa += v;
+    sb += static_cast<unsigned long long>(n - i) * v;
+  }
+#else
+  for (uint32_t i = tid; i < n; i += threads) {
+    const uint32_t v = p[i];
+    sa += v;
+    sb += static_cast<unsigned long long>(n - i) * v;
+  }
+#endif
 }
 
 __device__ __forceinline__ uint32_t width_code_at(const uint8_t* codes, uint32_t group) {
@@ -202,11 +253,7 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
     // Step 8: A = 1 + sum b[i], B = n + sum (n - i) b[i] (mod 65521), as man/dlprep-l3.5
     // "CHECKSUM" writes it. 64-bit partial sums cannot overflow: n < 2^17.
     unsigned long long sa = 0, sb = 0;
-    for (uint32_t i = tid; i < n; i += threads) {
-      const uint32_t v = p[i];
-      sa += v;
-      sb += static_cast<unsigned long long>(n - i) * v;
-    }
+    patch_sums(p, n, tid, threads, sa, sb);
     sa = warp_sum(sa);
     sb = warp_sum(sb);
     if ((tid & 31u) == 0) {

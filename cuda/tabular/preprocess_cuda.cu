@@ -136,7 +136,8 @@ constexpr size_t kMaxChunkBytes = size_t{256} << 20;
 constexpr uint32_t kNoBadLine = 0xFFFFFFFFu;
 // Pass 2 takes binary and kept rows in pieces of at most this many rows: the pinned arrays a
 // piece comes back in (160 bytes a row, two slots) then take 21 MB instead of a whole chunk's
-// 134 MB, and pinning host memory costs about 0.3 s per GB (the first session's preloads).
+// 134 MB, and pinning host memory is slow (estimated from the H100 session's preloads: about
+// 0.3 s per GB, which would be 40 ms of a 120 ms run; stats' cuda.alloc_seconds measures it).
 constexpr uint32_t kPass2PieceRows = 1u << 16;
 
 // Rows a chunk of `bytes` text bytes can hold: text rows are at least kMinRowBytes long.

@@ -116,6 +116,11 @@ unsigned __match_any_sync(unsigned mask, T value) {
 
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+/// The unsigned dot product of the 4 bytes of a and b, plus c.
+inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int k = 0; k < 32; k += 8) c += ((a >> k) & 0xFFu) * ((b >> k) & 0xFFu);
+  return c;
+}
 inline unsigned __float_as_uint(float f) {
   unsigned u;
   std::memcpy(&u, &f, sizeof u);

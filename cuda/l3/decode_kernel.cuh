@@ -35,8 +35,10 @@
 // Two pixels per thread (kPixelsPerThread, decode_kernel.hpp) share the work per group and row
 // and take their plane bits together: 203-210 GB/s in the same run; four pixels lost (127 GB/s),
 // and loading the planes once per half warp and shuffling them moved the figure by +2-4% only
-// (removed). A tuning build sums the checksum a word at a time (DLPREP_L3_CUDA_WORD_CHECKSUM, not
-// yet timed: pass 1's byte loop drew 10% of the stall samples). Still open: several patches per
+// (removed). Tuning builds, not yet timed: the checksum a word at a time
+// (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), and a kernel
+// compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element, the
+// element index shared by a pixel's channels). Still open: several patches per
 // block for 8..32-pixel patches, where most of a warp idles; packing a pixel's channels into one
 // store for nhwc-u8.
 
@@ -220,6 +222,11 @@ __device__ __forceinline__ void predict_pixels(uint32_t predictor, const uint8_t
   }
 }
 
+/// kLayout: an l3::OutputLayout the kernel is compiled for, or kAnyLayout (the launch's
+/// a.layout, read per element).
+constexpr int kAnyLayout = -1;
+
+template <int kLayout>
 __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
   // Payload offset of each group of each channel (exclusive scan), max_groups apart. 16 bits
   // suffice: a group's payload is at most 16 bytes and a patch has at most 4096 groups, so an
@@ -321,6 +328,8 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
 #pragma unroll
   for (uint32_t i = 0; i < kPixels; ++i) column[i] = x0 + i < w;
   uint8_t* const window = a.out + image.dst;
+  const l3::OutputLayout layout =
+      kLayout == kAnyLayout ? a.layout : static_cast<l3::OutputLayout>(kLayout);
   for (uint32_t y = 0; y < h; ++y) {
     const unsigned cur = y & 1u, prev = cur ^ 1u;
     uint8_t v[kPixels][4] = {};
@@ -381,10 +390,10 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
 #pragma unroll
         for (uint32_t c = 0; c < 4; ++c)
           if (c < channels)
-            l3::store_element(window, a.layout,
-                              l3::output_element(a.layout, image.out_width, image.out_height,
-                                                 channels, ox, oy, c),
-                              v[i][c], a.mean[c], a.scale[c]);
+            l3::store_element(
+                window, layout,
+                l3::output_element(layout, image.out_width, image.out_height, channels, ox, oy, c),
+                v[i][c], a.mean[c], a.scale[c]);
       }
     }
     // Row y is complete in above[cur] before row y + 1 reads it, and every read of above[prev]

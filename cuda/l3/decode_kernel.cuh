@@ -166,15 +166,11 @@ __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* pa
   // plane, not two.
   const uint8_t* const plane_byte = q + j / 8;
   const uint32_t shift = j % 8;
-  if constexpr (kPixels == 1) {
-    for (uint32_t k = 0; k < width; ++k) bits |= ((uint32_t{plane_byte[2 * k]} >> shift) & 1u) << k;
-  } else {
-    // Top plane first: each step doubles what is there (a byte never carries into the next:
-    // widths are at most 8) and adds the next plane's bits of every pixel.
-    for (uint32_t k = width; k-- > 0;)
-      bits = 2 * bits +
-             ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
-  }
+  // Top plane first: each step doubles what is there (a byte never carries into the next: widths
+  // are at most 8) and adds the next plane's bits of every pixel.
+  for (uint32_t k = width; k-- > 0;)
+    bits = 2 * bits +
+           ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
 #pragma unroll
   for (uint32_t i = 0; i < kPixels; ++i)
     residual[i] = static_cast<uint8_t>((bits >> (8 * i)) + base);

@@ -27,7 +27,9 @@ json_check 'd["schema"] == "dlprep.convert-dataset/1" and d["converted"] == 14 a
 # Every stage of a conversion is timed (a sample goes through all but the resize here).
 json_check 'list(d["stage_seconds"]) == ["read", "decode", "transform", "encode", "record", "write"] and all(d["stage_seconds"][k] > 0 for k in ("read", "decode", "encode", "record", "write"))' <report.json
 dlprep -v convert-dataset src ds --to l3 --force 2>verbose.txt
-grep -q '^convert-dataset: per converted sample (one thread.s ms): read [0-9.]* decode [0-9.]* transform 0.00 encode [0-9.]* record [0-9.]* write [0-9.]*$' verbose.txt ||
+# The line's form only: times are not asserted (with no transform asked, its time was 0.01 ms
+# once on a loaded machine).
+grep -q '^convert-dataset: per converted sample (one thread.s ms): read [0-9.]* decode [0-9.]* transform [0-9.]* encode [0-9.]* record [0-9.]* write [0-9.]*$' verbose.txt ||
   fail "-v: $(cat verbose.txt)"
 dlprep -q dataset verify ds
 no_temp_files ds

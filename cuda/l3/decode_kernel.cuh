@@ -4,8 +4,9 @@
 //
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
-// per listed patch (all its channels) and one thread per pixel column of the patch, or per
-// kPixelsPerThread columns (blockDim = block_threads() of the widest patch of
+// per listed patch (all its channels), or one warp in a tuning build (kWarpPatches: then the
+// block-wide steps below are warp-wide, and the row above is in registers), and one thread per
+// kPixelsPerThread pixel columns of the patch (blockDim = block_threads() of the widest patch of
 // the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
 //      padding, and the payload offset of every group from a block-wide prefix sum over the width
@@ -36,11 +37,12 @@
 // and take their plane bits together: 203-210 GB/s in the same run; four pixels lost (127 GB/s),
 // and loading the planes once per half warp and shuffling them moved the figure by +2-4% only
 // (removed). Tuning builds, not yet timed: the checksum a word at a time
-// (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), and a kernel
+// (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), a kernel
 // compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element, the
-// element index shared by a pixel's channels). Still open: several patches per
-// block for 8..32-pixel patches, where most of a warp idles; packing a pixel's channels into one
-// store for nhwc-u8.
+// element index shared by a pixel's channels), and a warp per patch where every patch fits one
+// (DLPREP_L3_CUDA_WARP_PATCHES, decode_kernel.hpp: several patches per block, no barrier, the row
+// above in registers). Still open: several patches per warp for 8..32-pixel patches, where most
+// of a warp idles; packing a pixel's channels into one store for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -75,14 +77,21 @@ __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   return v;
 }
 
-/// Inclusive prefix sum over the block (blockDim.x a multiple of 32, at most kMaxThreads); every
-/// thread of the block must call it. `warp_sums` is shared scratch of kMaxWarps entries.
-__device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+/// Inclusive prefix sum over the warp; every lane must call it.
+__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v) {
+  const unsigned lane = threadIdx.x & 31u;
   for (unsigned d = 1; d < 32; d <<= 1) {
     const uint32_t n = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v += n;
   }
+  return v;
+}
+
+/// Inclusive prefix sum over the block (blockDim.x a multiple of 32, at most kMaxThreads); every
+/// thread of the block must call it. `warp_sums` is shared scratch of kMaxWarps entries.
+__device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  v = warp_inclusive_scan(v);
   if (lane == 31) warp_sums[warp] = v;
   __syncthreads();
   uint32_t prefix = 0;
@@ -222,29 +231,55 @@ __device__ __forceinline__ void predict_pixels(uint32_t predictor, const uint8_t
 /// a.layout, read per element).
 constexpr int kAnyLayout = -1;
 
-template <int kLayout>
+/// Step 8's checksum and step 9's padding checks of one channel of a patch, from the totals of
+/// patch_sums over its n bytes at p: l3::kPatchOk or the failure.
+__device__ __forceinline__ uint8_t patch_verdict(unsigned long long ta, unsigned long long tb,
+                                                 const l3::PatchTask& t, const uint8_t* p,
+                                                 const uint8_t* width_codes, uint32_t groups,
+                                                 uint32_t predictor_bits) {
+  const uint32_t n = t.bytes;
+  const uint32_t s1 = static_cast<uint32_t>((1 + ta) % l3::kAdlerMod);
+  const uint32_t s2 = static_cast<uint32_t>((n + tb) % l3::kAdlerMod);
+  if (((s2 << 16) | s1) != t.sum) return l3::kPatchChecksum;
+  // Padding bits (reads within the head: n >= head was checked on the host).
+  if ((groups & 1u) && (width_codes[groups / 2] >> 4) != 0) return l3::kPatchWidthPadding;
+  if (predictor_bits % 8 != 0 && (p[1 + predictor_bits / 8] >> (predictor_bits % 8)) != 0)
+    return l3::kPatchPredictorPadding;
+  return l3::kPatchOk;
+}
+
+/// kWarpPatches: each warp decodes a patch of its own (patches at most kWarpPatchWidth wide), the
+/// block's warps patches patch_first[kWarpsPerBlock blockIdx.x + warp]: no block barrier, the row
+/// above in registers (shuffled to the neighbours), scans and reductions within the warp.
+/// Otherwise the whole block decodes patch patch_first[blockIdx.x].
+template <int kLayout, bool kWarpPatches>
 __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
-  // Payload offset of each group of each channel (exclusive scan), max_groups apart. 16 bits
-  // suffice: a group's payload is at most 16 bytes and a patch has at most 4096 groups, so an
-  // offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
-  DLPREP_DYNAMIC_SHARED(uint16_t, group_offset);
+  // Payload offset of each group of each channel (exclusive scan), max_groups apart; a.offsets
+  // per patch. 16 bits suffice: a group's payload is at most 16 bytes and a patch has at most
+  // 4096 groups, so an offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
+  DLPREP_DYNAMIC_SHARED(uint16_t, group_offsets);
   __shared__ uint8_t above[2][4][l3::kMaxPatch];  // the previous row of each plane, two in turn
   __shared__ unsigned long long part_a[kMaxWarps], part_b[kMaxWarps];
   __shared__ uint32_t warp_sums[kMaxWarps];
   __shared__ uint32_t payload_total;
   __shared__ uint8_t verdict;
 
-  const uint64_t first = a.patch_first[blockIdx.x];
+  const unsigned warp = kWarpPatches ? threadIdx.x >> 5 : 0u;
+  const uint64_t slot = kWarpPatches ? uint64_t{blockIdx.x} * kWarpsPerBlock + warp : blockIdx.x;
+  if (kWarpPatches && slot >= a.patches) return;  // the last block's spare warps
+  uint16_t* const group_offset = group_offsets + size_t{warp} * a.offsets;
+  const uint64_t first = a.patch_first[slot];
   const l3::PatchTask t0 = a.tasks[first];
   const l3::BatchImage image = a.images[t0.image];
   const uint32_t w = t0.width, h = t0.height, channels = t0.channels;
-  const unsigned tid = threadIdx.x, threads = blockDim.x;
+  const unsigned tid = kWarpPatches ? threadIdx.x & 31u : threadIdx.x;
+  const unsigned threads = kWarpPatches ? 32u : blockDim.x;
   const uint32_t gpr = l3::groups_per_row(w), groups = gpr * h;
   const uint32_t head = l3::patch_head_bytes(w, h);
   const uint32_t predictor_bits = (h - 1) * l3::kPredictorBits;
 
   // 1. The checks and group offsets, channel by channel (`channels` is the same for the whole
-  // block, so the barriers inside are reached by every thread).
+  // block or warp, so the barriers inside are reached by every thread).
   const uint8_t* patch[4] = {};
 #pragma unroll
   for (uint32_t c = 0; c < 4; ++c) {
@@ -259,54 +294,60 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
     patch_sums(p, n, tid, threads, sa, sb);
     sa = warp_sum(sa);
     sb = warp_sum(sb);
-    if ((tid & 31u) == 0) {
-      part_a[tid >> 5] = sa;
-      part_b[tid >> 5] = sb;
-    }
-    __syncthreads();
     const uint8_t* const width_codes = p + 1 + l3::predictor_bytes(h);
-    if (tid == 0) {
-      unsigned long long ta = 0, tb = 0;
-      for (unsigned k = 0; k < threads / 32; ++k) {
-        ta += part_a[k];
-        tb += part_b[k];
+    uint8_t v;
+    if constexpr (kWarpPatches) {  // lane 0 holds the totals
+      v = tid == 0 ? patch_verdict(sa, sb, t, p, width_codes, groups, predictor_bits) : 0;
+      v = static_cast<uint8_t>(__shfl_sync(kFullMask, uint32_t{v}, 0));
+    } else {
+      if ((tid & 31u) == 0) {
+        part_a[tid >> 5] = sa;
+        part_b[tid >> 5] = sb;
       }
-      const uint32_t s1 = static_cast<uint32_t>((1 + ta) % l3::kAdlerMod);
-      const uint32_t s2 = static_cast<uint32_t>((n + tb) % l3::kAdlerMod);
-      uint8_t v = ((s2 << 16) | s1) == t.sum ? l3::kPatchOk : l3::kPatchChecksum;
-      // Step 9, padding bits (reads within the head: n >= head was checked on the host).
-      if (v == l3::kPatchOk && (groups & 1u) && (width_codes[groups / 2] >> 4) != 0)
-        v = l3::kPatchWidthPadding;
-      if (v == l3::kPatchOk && predictor_bits % 8 != 0 &&
-          (p[1 + predictor_bits / 8] >> (predictor_bits % 8)) != 0)
-        v = l3::kPatchPredictorPadding;
-      verdict = v;
-    }
-    __syncthreads();
-    if (verdict != l3::kPatchOk) {  // uniform: the whole block leaves
+      __syncthreads();
       if (tid == 0) {
-        a.status[first + c] = verdict;
+        unsigned long long ta = 0, tb = 0;
+        for (unsigned k = 0; k < threads / 32; ++k) {
+          ta += part_a[k];
+          tb += part_b[k];
+        }
+        verdict = patch_verdict(ta, tb, t, p, width_codes, groups, predictor_bits);
+      }
+      __syncthreads();
+      v = verdict;
+    }
+    if (v != l3::kPatchOk) {  // uniform: the whole block (warp) leaves
+      if (tid == 0) {
+        a.status[first + c] = v;
         *a.failed = 1;
       }
       return;
     }
     // Step 9, payload size: each thread sums the payload bytes of a contiguous run of groups, a
-    // block scan turns the run sums into run starts, and each thread writes its groups' offsets.
+    // scan turns the run sums into run starts, and each thread writes its groups' offsets.
     uint16_t* const offsets = group_offset + c * a.max_groups;
     const uint32_t run = (groups + threads - 1) / threads;
     const uint32_t g_begin = min(tid * run, groups), g_end = min(g_begin + run, groups);
     uint32_t run_bytes = 0;
     for (uint32_t g = g_begin; g < g_end; ++g)
       run_bytes += l3::code_bytes(width_code_at(width_codes, g));
-    const uint32_t run_end = block_inclusive_scan(run_bytes, warp_sums);
+    const uint32_t run_end =
+        kWarpPatches ? warp_inclusive_scan(run_bytes) : block_inclusive_scan(run_bytes, warp_sums);
     uint32_t offset = run_end - run_bytes;
     for (uint32_t g = g_begin; g < g_end; ++g) {
       offsets[g] = static_cast<uint16_t>(offset);
       offset += l3::code_bytes(width_code_at(width_codes, g));
     }
-    if (tid == threads - 1) payload_total = run_end;
-    __syncthreads();
-    if (payload_total != n - head) {  // uniform; after this every payload read is in the patch
+    uint32_t total;
+    if constexpr (kWarpPatches) {
+      total = __shfl_sync(kFullMask, run_end, 31);
+      __syncwarp();  // the offsets, for the rows
+    } else {
+      if (tid == threads - 1) payload_total = run_end;
+      __syncthreads();
+      total = payload_total;
+    }
+    if (total != n - head) {  // uniform; after this every payload read is in the patch
       if (tid == 0) {
         a.status[first + c] = l3::kPatchSizeMismatch;
         *a.failed = 1;
@@ -326,8 +367,17 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
   uint8_t* const window = a.out + image.dst;
   const l3::OutputLayout layout =
       kLayout == kAnyLayout ? a.layout : static_cast<l3::OutputLayout>(kLayout);
+  // kWarpPatches: the thread's pixels of the row above (channel c in byte c), and the pixels
+  // beside them, of the neighbouring lanes.
+  uint32_t up[kPixels] = {}, up_left = 0, up_right = 0;
   for (uint32_t y = 0; y < h; ++y) {
     const unsigned cur = y & 1u, prev = cur ^ 1u;
+    if constexpr (kWarpPatches) {
+      // Lane 0's left and lane 31's right neighbour are its own pixels, never used: x = 0 and
+      // x = 32 kPixels - 1 >= w - 1 take T (border rule).
+      up_left = __shfl_up_sync(kFullMask, up[kPixels - 1], 1);
+      up_right = __shfl_down_sync(kFullMask, up[0], 1);
+    }
     uint8_t v[kPixels][4] = {};
 #pragma unroll
     for (uint32_t c = 0; c < 4; ++c) {
@@ -349,7 +399,9 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
         uint32_t sum = 0;
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i) sum += residual[i];
-        uint8_t last = static_cast<uint8_t>(p[0] + block_inclusive_scan(sum, warp_sums));
+        const uint32_t scan =
+            kWarpPatches ? warp_inclusive_scan(sum) : block_inclusive_scan(sum, warp_sums);
+        uint8_t last = static_cast<uint8_t>(p[0] + scan);
 #pragma unroll
         for (uint32_t i = kPixels; i-- > 0;) {
           v[i][c] = last;
@@ -358,14 +410,23 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
       } else if (active) {
         // Border rule: TL at x = 0 and TR at x = w - 1 are T itself.
         const uint32_t predictor = l3::predictor_code(predictor_codes, y);
-        const uint8_t* const row = above[prev][c];
         uint8_t tl[kPixels], t[kPixels], tr[kPixels], predicted[kPixels];
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i) {
           const uint32_t x = x0 + i;
-          t[i] = column[i] ? row[x] : 0;  // a column past the edge is computed, never stored
-          tl[i] = x > 0 ? row[x - 1] : t[i];
-          tr[i] = x + 1 < w ? row[x + 1] : t[i];
+          if constexpr (kWarpPatches) {
+            // A column past the edge is computed from whatever is there, never stored or used.
+            const uint32_t s = 8 * c;
+            t[i] = static_cast<uint8_t>(up[i] >> s);
+            tl[i] = x > 0 ? static_cast<uint8_t>((i > 0 ? up[i - 1] : up_left) >> s) : t[i];
+            tr[i] = x + 1 < w ? static_cast<uint8_t>((i + 1 < kPixels ? up[i + 1] : up_right) >> s)
+                              : t[i];
+          } else {
+            const uint8_t* const row = above[prev][c];
+            t[i] = column[i] ? row[x] : 0;  // a column past the edge is computed, never stored
+            tl[i] = x > 0 ? row[x - 1] : t[i];
+            tr[i] = x + 1 < w ? row[x + 1] : t[i];
+          }
         }
         predict_pixels(predictor, tl, t, tr, predicted);
 #pragma unroll
@@ -373,13 +434,21 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
           v[i][c] = static_cast<uint8_t>(predicted[i] + residual[i]);
       }
     }
+    if constexpr (kWarpPatches) {
+#pragma unroll
+      for (uint32_t i = 0; i < kPixels; ++i)  // the planes as stored, for the next row
+        up[i] =
+            v[i][0] | uint32_t{v[i][1]} << 8 | uint32_t{v[i][2]} << 16 | uint32_t{v[i][3]} << 24;
+    }
 #pragma unroll
     for (uint32_t i = 0; i < kPixels; ++i) {
       if (!column[i]) break;  // the columns in the patch come first
       const uint32_t x = x0 + i;
+      if constexpr (!kWarpPatches) {
 #pragma unroll
-      for (uint32_t c = 0; c < 4; ++c)
-        if (c < channels) above[cur][c][x] = v[i][c];  // the planes as stored, for the next row
+        for (uint32_t c = 0; c < 4; ++c)
+          if (c < channels) above[cur][c][x] = v[i][c];  // the planes as stored, for the next row
+      }
       uint32_t ox = 0, oy = 0;
       if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, oy)) {
         l3::add_green(v[i], image.subtract_green);
@@ -393,8 +462,8 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
       }
     }
     // Row y is complete in above[cur] before row y + 1 reads it, and every read of above[prev]
-    // (row y - 1) is done before row y + 1 overwrites that buffer.
-    __syncthreads();
+    // (row y - 1) is done before row y + 1 overwrites that buffer. A warp's shuffles order it.
+    if constexpr (!kWarpPatches) __syncthreads();
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "l3/batch_plan.hpp"
+#include "l3/format.hpp"
 
 namespace dlprep::cuda::l3_detail {
 
@@ -47,6 +48,8 @@ struct DecodeArgs {
   float mean[4];
   float scale[4];
   uint32_t max_groups;  // stride of the per-channel group-offset arrays
+  uint32_t offsets;     // group-offset entries per patch in shared memory (LaunchShape)
+  uint64_t patches;     // patches of this launch (patch_first entries from its start)
   l3::OutputLayout layout;
 };
 
@@ -70,11 +73,28 @@ inline unsigned block_threads(uint32_t max_patch_width) {
   return (per_row + 31u) / 32u * 32u;
 }
 
-/// How the kernel is launched for a plan: one block per listed patch.
+/// A tuning build (DLPREP_L3_CUDA_WARP_PATCHES, gpu_session.sh l3-tune): when no patch of a batch
+/// is wider than a warp's columns (kWarpPatchWidth: FHD's 64-pixel patches at 2 pixels per
+/// thread), each warp decodes a patch of its own, kWarpsPerBlock to a block. Blocks of one warp
+/// held FHD at 32 warps per SM (the SM's block limit) and paid a block barrier per row; a warp
+/// needs neither the barrier nor shared memory for the row above (its lanes shuffle it).
+#ifdef DLPREP_L3_CUDA_WARP_PATCHES
+inline constexpr bool kWarpPatches = true;
+#else
+inline constexpr bool kWarpPatches = false;
+#endif
+inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;
+inline constexpr uint32_t kWarpsPerBlock =
+    l3::kMaxPatch / kPixelsPerThread / 32 < 4 ? l3::kMaxPatch / kPixelsPerThread / 32 : 4;
+
+/// How the kernel is launched for a plan: a block per listed patch, or with warp_patches a warp
+/// per patch and kWarpsPerBlock patches per block.
 struct LaunchShape {
-  size_t blocks = 0;
-  unsigned threads = 0;  ///< block_threads() of the widest patch
-  size_t shared = 0;     ///< dynamic shared bytes: the group offsets of every channel
+  size_t patches = 0;
+  bool warp_patches = false;
+  unsigned threads = 0;  ///< block_threads() of the widest patch, or kWarpsPerBlock warps
+  uint32_t offsets = 0;  ///< group offsets of a patch (every channel's), an even number
+  size_t shared = 0;     ///< dynamic shared bytes: the group offsets of the block's patches
 };
 
 /// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the
@@ -86,8 +106,8 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
                    uint8_t* status, uint32_t* failed, cudaStream_t stream,
                    cudaEvent_t kernel_start);
 
-/// Queues the kernel on `stream`, one block per listed patch, in launches of at most INT_MAX
-/// blocks. Defined in decode_launch.cu.
+/// Queues the kernel on `stream` over every listed patch, in launches of at most INT_MAX blocks.
+/// Defined in decode_launch.cu.
 void launch_decode_kernel(const LaunchShape& shape, const DecodeArgs& args, cudaStream_t stream);
 
 /// After a batch whose failure flag was set: copies the statuses back on `stream` (synchronous)

@@ -14,31 +14,41 @@ namespace {
 
 using Kernel = void (*)(DecodeArgs);
 
-// A tuning build (gpu_session.sh l3-tune) compiles the kernel once per output layout.
+template <bool kWarp>
 Kernel kernel_for(l3::OutputLayout layout) {
+  // A tuning build (gpu_session.sh l3-tune) compiles the kernel once per output layout.
 #ifdef DLPREP_L3_CUDA_LAYOUT_KERNELS
   switch (layout) {
     case l3::OutputLayout::nhwc_u8:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nhwc_u8)>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nhwc_u8), kWarp>;
     case l3::OutputLayout::nchw_f32:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f32)>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f32), kWarp>;
     case l3::OutputLayout::nchw_f16:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16)>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16), kWarp>;
   }
 #endif
   (void)layout;
-  return &decode_patches_kernel<kAnyLayout>;
+  return &decode_patches_kernel<kAnyLayout, kWarp>;
+}
+
+Kernel kernel_for(const LaunchShape& shape, l3::OutputLayout layout) {
+  if constexpr (kWarpPatches)
+    if (shape.warp_patches) return kernel_for<true>(layout);
+  return kernel_for<false>(layout);
 }
 
 }  // namespace
 
 void launch_decode_kernel(const LaunchShape& shape, const DecodeArgs& args, cudaStream_t stream) {
-  const Kernel kernel = kernel_for(args.layout);
-  for (size_t b = 0; b < shape.blocks; b += INT_MAX) {
-    const size_t count = std::min(shape.blocks - b, size_t{INT_MAX});
+  const Kernel kernel = kernel_for(shape, args.layout);
+  const size_t per_block = shape.warp_patches ? kWarpsPerBlock : 1;
+  const size_t per_launch = size_t{INT_MAX} * per_block;
+  for (size_t first = 0; first < shape.patches; first += per_launch) {
     DecodeArgs part = args;
-    part.patch_first = args.patch_first + b;
-    kernel<<<static_cast<unsigned>(count), shape.threads, shape.shared, stream>>>(part);
+    part.patch_first = args.patch_first + first;
+    part.patches = std::min(shape.patches - first, per_launch);
+    const size_t blocks = (part.patches + per_block - 1) / per_block;
+    kernel<<<static_cast<unsigned>(blocks), shape.threads, shape.shared, stream>>>(part);
     DLPREP_CUDA_CHECK(cudaGetLastError());
   }
 }

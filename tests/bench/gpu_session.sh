@@ -33,7 +33,8 @@
 #                    criteo-preprocess run: per kernel the median time, SM, memory and DRAM
 #                    throughput, occupancy
 #   l3-tune          the decode kernel's tuning builds, $L3_VARIANTS (prebuilt, or built here),
-#                    benchmarked beside the default build
+#                    each checked by the L3 suite on the GPU, then benchmarked beside the
+#                    default build
 #   test, bench, sanitize, profile   both issues' steps of that kind, L3 first
 # Steps after build make the binaries first when they are missing (a machine that went cold).
 # What comes back in $OUT (build-gpu-out when unset): summary.txt (one line per step and
@@ -44,7 +45,7 @@
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
 #   (NAME:DEFINITION[,...] each: "wsum:DLPREP_L3_CUDA_WORD_CHECKSUM=1
-#   lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1 wlyt:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1";
+#   lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1 wrp:DLPREP_L3_CUDA_WARP_PATCHES=1 all:(the three)";
 #   also DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even
 #   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
 #   SET (carry/l3bench).
@@ -62,8 +63,9 @@ export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 export L3_VARIANTS=${L3_VARIANTS:-wsum:DLPREP_L3_CUDA_WORD_CHECKSUM=1 \
-lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1 \
-wlyt:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
+lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1 wrp:DLPREP_L3_CUDA_WARP_PATCHES=1 \
+all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1,DLPREP_L3_CUDA_WARP_PATCHES=1} \
+  TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
@@ -75,7 +77,7 @@ PREBUILT=$root/carry/prebuilt
 # stopped (exit 124) and the next one still runs.
 declare -A CAP=([env]=30 [build]=300 [l3-test]=90 [criteo-test]=120 [l3-bench]=180
   [criteo-bench]=150 [l3-sanitize]=270 [criteo-sanitize]=200 [l3-profile]=90
-  [criteo-profile]=75 [l3-tune]=150 [prebuild]=3600)
+  [criteo-profile]=75 [l3-tune]=240 [prebuild]=3600)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
 # elsewhere, point that name at it (the machine is bare and given back after the session).
 [[ -e /usr/bin/python3 ]] || ! command -v python3 >/dev/null || ln -s "$(command -v python3)" /usr/bin/python3
@@ -139,10 +141,12 @@ build_from_source() {  # build_from_source NVJPEG(AUTO|OFF): configure build-gpu
   note "built here: $("$B/dlprep" --version), $(grep -c 'warning' "$LOGS/build.log") warnings"
 }
 
-build_tune_variant() {  # build_tune_variant NAME:DEF[,DEF]: dlprep with -DDEF... in $B-NAME
+# build_tune_variant NAME:DEF[,DEF]: dlprep and the L3 CUDA suite with -DDEF... in $B-NAME
+build_tune_variant() {
   local name=${1%%:*} defs=${1#*:}
   B=$B-$name configure -DDLPREP_WITH_NVJPEG=OFF -DCMAKE_CUDA_FLAGS="-lineinfo -D${defs//,/ -D}" \
-    >/dev/null && ninja -C "$B-$name" -j"$(nproc)" dlprep >"$LOGS/build-$name.log" 2>&1
+    >/dev/null && ninja -C "$B-$name" -j"$(nproc)" dlprep l3_decode_cuda_test \
+    >"$LOGS/build-$name.log" 2>&1
 }
 
 source_fingerprint() {  # what the binaries are made from: every compiled or CMake file
@@ -211,7 +215,10 @@ step_prebuild() {
   # xz: a third of the size, which the 64 MiB a call carries needs.
   (find "$B" -name CTestTestfile.cmake &&
     for t in "${TARGETS[@]}"; do find "$B" -name "$t" -type f -perm -u+x; done &&
-    for v in $L3_VARIANTS; do echo "$B-${v%%:*}/dlprep"; done) | tar -cJf "$dest/binaries.tar.xz" -T -
+    for v in $L3_VARIANTS; do
+      echo "$B-${v%%:*}/dlprep"
+      echo "$B-${v%%:*}/tests/cuda/l3_decode_cuda_test"
+    done) | tar -cJf "$dest/binaries.tar.xz" -T -
   source_fingerprint >"$dest/FINGERPRINT"
   echo "built $(date -u +%FT%TZ) on $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release), \
 $(g++ --version | head -1), nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), \
@@ -272,22 +279,30 @@ step_l3-bench() {
 }
 
 # The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_WORD_CHECKSUM, the
-# checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout; both),
-# prebuilt or built here, each benchmarked on the FHD set beside the default build in the same
-# step, device-resident and end to end; each checks its output first.
+# checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout;
+# DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch; all three), prebuilt or built here, each run
+# through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
+# same step, device-resident and end to end (the benchmark checks its output first).
 step_l3-tune() {
   ensure_built || return 1
   local v rc=0 builds=("$B")
   for v in $L3_VARIANTS; do
-    if [[ -x $B-${v%%:*}/dlprep ]] || build_tune_variant "$v"; then
+    if [[ -x $B-${v%%:*}/tests/cuda/l3_decode_cuda_test ]] || build_tune_variant "$v"; then
       builds+=("$B-${v%%:*}")
     else
       note "l3-tune: the build $v failed ($LOGS/build-${v%%:*}.log)"
       rc=1
     fi
   done
-  local b
+  local b rc_test
   for b in "${builds[@]}"; do
+    if [[ $b != "$B" ]]; then  # the default build's suite ran in l3-test
+      rc_test=0
+      "$b/tests/cuda/l3_decode_cuda_test" >"$LOGS/tune-test-${b##*/}.log" 2>&1 || rc_test=$?
+      note "l3-tune: $b/tests/cuda/l3_decode_cuda_test: exit $rc_test ($(tail -1 \
+        "$LOGS/tune-test-${b##*/}.log"))"
+      ((rc_test == 0 || rc_test == 77)) || rc=1
+    fi
     "$b/dlprep" --json l3 bench --device "$DEVICE" "$SET/fhd" --batch "$TUNE_BATCH" \
       --layout nhwc-u8,nchw-f16 --repeats "$REPEATS" >"$LOGS/tune-${b##*/}.json" || rc=1
     note "l3-tune: $b"

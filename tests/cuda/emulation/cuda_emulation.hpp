@@ -80,6 +80,8 @@ T shuffle_as(unsigned mask, T v, int src_lane) {
   type* const name = static_cast<type*>(::emu::dynamic_shared())
 
 inline void __syncthreads() { emu::sync_threads(); }
+/// A rendezvous of the lanes of `mask`, as any warp built-in (which also orders their memory).
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) { (void)emu::ballot(mask, true); }
 
 template <class T>
 T __shfl_sync(unsigned mask, T v, int src_lane, int width = 32) {

@@ -34,7 +34,7 @@
 #                    throughput, occupancy
 #   l3-tune          the decode kernel's tuning builds, $L3_VARIANTS (prebuilt, or built here),
 #                    each checked by the L3 suite on the GPU, then benchmarked beside the
-#                    default build
+#                    default build; then memcheck and racecheck on each one's suite
 #   test, bench, sanitize, profile   both issues' steps of that kind, L3 first
 # Steps after build make the binaries first when they are missing (a machine that went cold).
 # What comes back in $OUT (build-gpu-out when unset): summary.txt (one line per step and
@@ -282,7 +282,8 @@ step_l3-bench() {
 # checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout;
 # DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch; all three), prebuilt or built here, each run
 # through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
-# same step, device-resident and end to end (the benchmark checks its output first).
+# same step, device-resident and end to end (the benchmark checks its output first); last,
+# compute-sanitizer on each one's suite.
 step_l3-tune() {
   ensure_built || return 1
   local v rc=0 builds=("$B")
@@ -308,6 +309,12 @@ step_l3-tune() {
     note "l3-tune: $b"
     "$PYTHON" tests/bench/l3_bench_summary.py "$LOGS/tune-${b##*/}.json" | grep -E "batch|u8|f16" |
       tee -a "$OUT/summary.txt"
+  done
+  # Then memcheck and racecheck on each tune build's suite (a few seconds each), so that a build
+  # that wins can become the default with that evidence from the same session.
+  for b in "${builds[@]:1}"; do
+    sanitize "tune-${b##*/}" "memcheck racecheck" "$b/tests/cuda/l3_decode_cuda_test" --quick ||
+      rc=1
   done
   return "$rc"
 }

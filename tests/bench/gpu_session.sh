@@ -209,7 +209,11 @@ step_prebuild() {
   [[ $root == "$PREBUILT_SRC" ]] || { note "prebuild: run it in $PREBUILT_SRC"; return 1; }
   build_from_source OFF || return 1
   local v t dest=$PREBUILD_DIR
-  for v in $L3_VARIANTS; do build_tune_variant "$v" || return 1; done
+  for v in $L3_VARIANTS; do
+    build_tune_variant "$v" || return 1
+    # Host symbols only (the kernels keep theirs and their line table): the carry's 64 MiB.
+    strip "$B-${v%%:*}/dlprep" "$B-${v%%:*}/tests/cuda/l3_decode_cuda_test" || return 1
+  done
   rm -rf "$dest"
   mkdir -p "$dest"
   # xz: a third of the size, which the 64 MiB a call carries needs.

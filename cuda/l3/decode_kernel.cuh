@@ -248,10 +248,10 @@ __device__ __forceinline__ uint8_t patch_verdict(unsigned long long ta, unsigned
   return l3::kPatchOk;
 }
 
-/// kWarpPatches: each warp decodes a patch of its own (patches at most kWarpPatchWidth wide), the
-/// block's warps patches patch_first[kWarpsPerBlock blockIdx.x + warp]: no block barrier, the row
-/// above in registers (shuffled to the neighbours), scans and reductions within the warp.
-/// Otherwise the whole block decodes patch patch_first[blockIdx.x].
+/// kWarpPatches: each warp decodes a patch of its own (patches at most kWarpPatchWidth wide), warp
+/// k of block b the patch at patch_first[kWarpsPerBlock b + k]: no block barrier, the row above
+/// in registers (shuffled to the neighbours), scans and reductions within the warp. Otherwise the
+/// whole block decodes the patch at patch_first[blockIdx.x].
 template <int kLayout, bool kWarpPatches>
 __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
   // Payload offset of each group of each channel (exclusive scan), max_groups apart; a.offsets

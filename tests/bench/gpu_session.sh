@@ -28,7 +28,8 @@
 #                    one CLI run (samples and a generated day): the suite does not fit its cap
 #   l3-profile       Nsight Compute on the decode kernel (FHD, batch 64, nhwc-u8): the largest
 #                    launch's throughput, occupancy, warp stalls, rules, and its source lines and
-#                    SASS by instructions executed and by warp stall samples
+#                    SASS by instructions executed and by warp stall samples; the default build's,
+#                    then the first tune build's
 #   criteo-profile   Nsight Compute on dlprep's kernels (the first launches of each) in a CUDA
 #                    criteo-preprocess run: per kernel the median time, SM, memory and DRAM
 #                    throughput, occupancy
@@ -376,6 +377,17 @@ source_view() {
 
 step_l3-profile() {
   ensure_built || return 1
+  local rc=0 first=${L3_VARIANTS%% *}
+  profile_l3 l3 "$B" || rc=1
+  # And the first tune build (all of them together), the likeliest next default.
+  first=$B-${first%%:*}
+  if [[ -x $first/dlprep ]]; then profile_l3 "l3-${first##*-}" "$first" || rc=1; fi
+  return "$rc"
+}
+
+# profile_l3 NAME BUILD: Nsight Compute on BUILD's decode kernel, FHD batch 64, nhwc-u8.
+profile_l3() {
+  local name=$1 build=$2 rc=0
   # The first 10 decode launches are the benchmark's batch-1 latency runs (grid 510), then batch
   # 64's (grid 32640): two of those. SourceCounters (per-instruction counts and stall sampling;
   # the binaries carry -lineinfo) and InstructionStats say where the instructions go; the sources
@@ -384,9 +396,8 @@ step_l3-profile() {
     --section SpeedOfLight --section Occupancy --section LaunchStats
     --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
     --section ComputeWorkloadAnalysis --section SourceCounters --section InstructionStats)
-  profile l3 --largest decode_patches -- "$B/dlprep" -q -j 4 l3 bench --device "$DEVICE" \
-    "$SET/fhd" --batch 64 --layout nhwc-u8 --repeats 1
-  local rc=$?
+  profile "$name" --largest decode_patches -- "$build/dlprep" -q -j 4 l3 bench \
+    --device "$DEVICE" "$SET/fhd" --batch 64 --layout nhwc-u8 --repeats 1 || rc=1
   # The summary keeps the launch, the rules and these metrics (ncu_summary prints
   # "  section | name | value unit").
   local keep="Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput"
@@ -394,8 +405,8 @@ step_l3-profile() {
   keep+="|Registers Per Thread|Block Limit [A-Za-z ]+|Warp Cycles Per Issued Instruction"
   keep+="|Eligible Warps Per Scheduler|No Eligible|Issued Warp Per Scheduler|L1/TEX Hit Rate"
   keep+="|L2 Hit Rate|Branch Efficiency|Avg. Divergent Branches|Local Memory Spilling Requests"
-  grep -E "^launch|^  grid|^  rule |\| ($keep) \|" "$LOGS/ncu-l3.txt" | tee -a "$OUT/summary.txt"
-  source_view l3
+  grep -E "^launch|^  grid|^  rule |\| ($keep) \|" "$LOGS/ncu-$name.txt" | tee -a "$OUT/summary.txt"
+  source_view "$name"
   return "$rc"
 }
 

@@ -148,6 +148,23 @@ size_t rows_for_bytes(size_t bytes) { return bytes / tabular::kMinRowBytes + 1; 
 // and cudaFree waits for the device).
 size_t with_slack(size_t n, size_t most) { return std::max(n, std::min(most, n + n / 4)); }
 
+// Adds the host time of its scope to `ms` (stats: cuda.alloc_seconds, wait_seconds and
+// setup_seconds, which say where a run's wall time goes beside the device's).
+class HostTimer {
+ public:
+  explicit HostTimer(double& ms) : ms_(ms), start_(std::chrono::steady_clock::now()) {}
+  ~HostTimer() {
+    ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+               .count();
+  }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  double& ms_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
   DLPREP_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
@@ -314,10 +331,14 @@ struct CriteoPreprocessorCuda::Impl {
   // Host time spent allocating (stats: cuda.alloc_seconds), around each growth.
   template <class F>
   void timed_alloc(F&& allocate) {
-    const auto t0 = std::chrono::steady_clock::now();
+    HostTimer t(timings.alloc_ms);
     allocate();
-    timings.alloc_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // Blocks until `event` has completed, while chunks go through (stats: cuda.wait_seconds).
+  void wait_for(cudaEvent_t event) {
+    HostTimer t(timings.wait_ms);
+    DLPREP_CUDA_CHECK(cudaEventSynchronize(event));
   }
 
   void ensure_input(Slot& s, size_t bytes) {
@@ -407,7 +428,7 @@ struct CriteoPreprocessorCuda::Impl {
                                       sizeof(uint32_t), cudaMemcpyDeviceToHost, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_lines, s.stream));
     // The parse grid needs the line count; from here on the caller's text is not read again.
-    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_lines));
+    wait_for(s.ev_lines);
     const uint32_t lines = s.h_counters.get()->num_lines;
     parse_lines(s.text.get(), s.nl.get(), lines, s.rows.get(), s.good.get(), s.line_slot.get(),
                 s.row_slot.get(), s.counters.get(), s.temp.get(), s.temp_bytes, s.stream);
@@ -426,7 +447,7 @@ struct CriteoPreprocessorCuda::Impl {
     start_chunk(s, n, n);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), rows, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
-    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_h2d));  // the caller may reuse `rows` after this
+    wait_for(s.ev_h2d);  // the caller may reuse `rows` after this
     RowSource src{reinterpret_cast<const uint32_t*>(s.text.get()), nullptr,
                   &s.counters.get()->num_good};
     compute(s, which, src, n, tabular::row_key_span(false, count));
@@ -463,7 +484,7 @@ struct CriteoPreprocessorCuda::Impl {
         Slot& prev = slots[last_insert_slot];
         DLPREP_CUDA_CHECK(cudaStreamWaitEvent(s.stream, prev.ev_inserted, 0));
         if (any_hash) {
-          DLPREP_CUDA_CHECK(cudaEventSynchronize(prev.ev_inserted));
+          wait_for(prev.ev_inserted);
           for (int j = 0; j < kNumSparse; ++j)
             if (!cols[j].flat) cols[j].size = prev.h_sizes.get()[j];
         }
@@ -554,7 +575,7 @@ struct CriteoPreprocessorCuda::Impl {
     s.busy = false;
     Pending p = std::move(s.pending);
     s.pending = Pending{};
-    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_done));
+    wait_for(s.ev_done);
     const ChunkCounters c = *s.h_counters.get();
     timings.h2d_ms += elapsed_ms(s.ev_begin, s.ev_h2d);
     timings.kernel_ms += elapsed_ms(s.ev_h2d, s.ev_done);
@@ -619,7 +640,7 @@ struct CriteoPreprocessorCuda::Impl {
           cudaMemcpyAsync(s.h_rows.get(), compact, bytes, cudaMemcpyDeviceToHost, s.stream));
       DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
       if (temporary) DLPREP_CUDA_CHECK(cudaFreeAsync(compact, s.stream));
-      DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
+      wait_for(s.ev_d2h_end);
       timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
       r.decoded = s.h_rows.get();
     }
@@ -649,7 +670,7 @@ struct CriteoPreprocessorCuda::Impl {
       throw Error(Errc::internal, "criteo-preprocess on cuda: rows lost on the device");
     if (p.text) queue_outputs(s, n);
     s.queued_rows = 0;
-    DLPREP_CUDA_CHECK(cudaEventSynchronize(s.ev_d2h_end));
+    wait_for(s.ev_d2h_end);
     timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
     const uint32_t patches = std::min<uint32_t>(num_patches, static_cast<uint32_t>(s.out_rows));
     if (patches > 0) {
@@ -657,6 +678,7 @@ struct CriteoPreprocessorCuda::Impl {
       DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_patches.get(), s.patches.get(),
                                         size_t{patches} * sizeof(LogPatch), cudaMemcpyDeviceToHost,
                                         s.stream));
+      HostTimer t(timings.wait_ms);
       DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     }
     uint32_t* dense_out = s.h_dense.get();
@@ -741,6 +763,7 @@ struct CriteoPreprocessorCuda::Impl {
 
   void begin_pass1(const CriteoPass1Setup& setup) {
     flush();
+    HostTimer t(timings.setup_ms);
     pass = 1;
     p1 = setup;
     release_pass2();
@@ -825,6 +848,7 @@ struct CriteoPreprocessorCuda::Impl {
   void read_vocab(std::array<std::vector<uint32_t>, kNumSparse>& values,
                   std::array<std::vector<uint64_t>, kNumSparse>& counts) {
     flush();
+    HostTimer t(timings.setup_ms);
     for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     cudaStream_t st = slots[0].stream;
     // Scratch for every column (each ends synchronised): 26 columns' worth of cudaMalloc and
@@ -881,6 +905,7 @@ struct CriteoPreprocessorCuda::Impl {
 
   void begin_pass2(const CriteoPass2Setup& setup) {
     flush();
+    HostTimer t(timings.setup_ms);
     for (Slot& s : slots) DLPREP_CUDA_CHECK(cudaStreamSynchronize(s.stream));
     pass = 2;
     p2 = setup;

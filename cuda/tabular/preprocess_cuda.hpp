@@ -81,6 +81,8 @@ struct CriteoCudaTimings {
   double kernel_ms = 0;
   double d2h_ms = 0;
   double alloc_ms = 0;  ///< host time spent allocating device and pinned host buffers
+  double wait_ms = 0;   ///< host time blocked on the device while chunks go through
+  double setup_ms = 0;  ///< host time in begin_pass1, read_vocab and begin_pass2
   uint64_t chunks = 0;
   uint64_t kept_rows = 0;
   uint64_t log_values_on_host = 0;

@@ -133,6 +133,8 @@ struct PreprocessStats {
   double kernel_seconds = 0;
   double d2h_seconds = 0;
   double alloc_seconds = 0;  ///< host time (not events) allocating device and pinned buffers
+  double wait_seconds = 0;   ///< host time blocked on the device while chunks go through
+  double setup_seconds = 0;  ///< host time setting up the passes and reading the vocabulary back
   uint64_t device_chunks = 0;
   uint64_t log_values_on_host = 0;  ///< dense logs the host recomputed (float rounding too close)
   /// The stats.json document ("schema": "dlprep.criteo-preprocess/1").

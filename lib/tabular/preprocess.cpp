@@ -796,6 +796,8 @@ PreprocessStats Run::run() {
   stats_.kernel_seconds = bt.kernel_seconds;
   stats_.d2h_seconds = bt.d2h_seconds;
   stats_.alloc_seconds = bt.alloc_seconds;
+  stats_.wait_seconds = bt.wait_seconds;
+  stats_.setup_seconds = bt.setup_seconds;
   stats_.device_chunks = bt.chunks;
   stats_.log_values_on_host = bt.log_values_on_host;
   stats_.total_seconds = seconds_since(t0);
@@ -844,6 +846,7 @@ std::string PreprocessStats::to_json() const {
     // Sums of CUDA-event intervals; the two streams overlap, so they may exceed compute_seconds.
     j["cuda"] = {{"h2d_seconds", h2d_seconds},     {"kernel_seconds", kernel_seconds},
                  {"d2h_seconds", d2h_seconds},     {"alloc_seconds", alloc_seconds},
+                 {"wait_seconds", wait_seconds},   {"setup_seconds", setup_seconds},
                  {"device_chunks", device_chunks}, {"log_values_on_host", log_values_on_host}};
   }
   return j.dump(2);

@@ -77,6 +77,8 @@ struct BackendTimings {
   double kernel_seconds = 0;        ///< decode, vocabulary and transform kernels
   double d2h_seconds = 0;           ///< outputs (and decoded rows when asked) back to host memory
   double alloc_seconds = 0;         ///< host time allocating device and pinned host buffers
+  double wait_seconds = 0;          ///< host time blocked on the device while chunks go through
+  double setup_seconds = 0;         ///< host time setting up the passes, reading the vocabulary
   uint64_t chunks = 0;              ///< device chunks processed, both passes
   uint64_t kept_rows = 0;           ///< rows kept on the device from pass 1 for pass 2
   uint64_t log_values_on_host = 0;  ///< dense logs too close to a float rounding boundary,

@@ -133,6 +133,8 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     b.kernel_seconds = t.kernel_ms / 1000;
     b.d2h_seconds = t.d2h_ms / 1000;
     b.alloc_seconds = t.alloc_ms / 1000;
+    b.wait_seconds = t.wait_ms / 1000;
+    b.setup_seconds = t.setup_ms / 1000;
     b.chunks = t.chunks;
     b.kept_rows = t.kept_rows;
     b.log_values_on_host = t.log_values_on_host;

@@ -219,11 +219,14 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
       mem.h2d_seconds + mem.kernel_seconds + mem.d2h_seconds, 0.0, "", mem.h2d_seconds,
       mem.kernel_seconds, mem.d2h_seconds, static_cast<unsigned long long>(mem.device_chunks),
       mem.decode_cache ? "yes" : "no", static_cast<unsigned long long>(mem.log_values_on_host));
-  // The last timed run's wall time by pass (the vocabulary's readback ends pass 1), and the host
-  // time its buffer allocations took: where the rest of the time beside the device goes.
-  std::printf("%-10s %-44s %9.4f %9s %12s   (last run: pass 1 %.4f s, pass 2 %.4f s)\n", "",
-              "  of which allocating buffers (host)", mem.alloc_seconds, "", "", mem.pass1_seconds,
-              mem.pass2_seconds);
+  // The last timed run's wall time by pass (the vocabulary's readback ends pass 1), and its host
+  // time allocating buffers, blocked on the device while chunks went through, and setting up the
+  // passes: where the rest of the time beside the device goes.
+  std::printf(
+      "%-10s %-44s %9.4f %9s %12s   (last run: pass 1 %.4f s, pass 2 %.4f s; host "
+      "blocked on the device %.4f s, setting up the passes %.4f s)\n",
+      "", "  of which allocating buffers (host)", mem.alloc_seconds, "", "", mem.pass1_seconds,
+      mem.pass2_seconds, mem.wait_seconds, mem.setup_seconds);
   std::printf("%-10s %-44s %9.4f %9.4f %12.0f   (compute with writes %.4f s)\n", "",
               "cuda writing the arrays to disk (npy)", writes.median_s, writes.min_s,
               writes.median_rate(rows), compute_with_writes);

@@ -136,6 +136,14 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
     EXPECT(s1.days[d].rows == s2.days[d].rows && s1.days[d].bad_rows == s2.days[d].bad_rows,
            "%s: day %zu counts differ", name.c_str(), d);
   compare_dirs(name, o.out_dir, c.out_dir);
+  // The host's share (stats' cuda.*_seconds) is timed in disjoint parts of the passes.
+  if (s2.device == "cuda")
+    EXPECT(s2.setup_seconds > 0 && s2.wait_seconds >= 0 && s2.alloc_seconds >= 0 &&
+               s2.setup_seconds + s2.wait_seconds + s2.alloc_seconds <=
+                   s2.pass1_seconds + s2.pass2_seconds,
+           "%s: host times setup %.6f + wait %.6f + alloc %.6f s beyond the passes' %.6f s",
+           name.c_str(), s2.setup_seconds, s2.wait_seconds, s2.alloc_seconds,
+           s2.pass1_seconds + s2.pass2_seconds);
   std::printf(
       "ok   %-34s %9llu rows  %s %.3f s (compute %.3f, %llu device chunks, rows kept "
       "for pass 2: %s, %llu logs on host)\n",

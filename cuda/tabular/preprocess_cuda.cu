@@ -193,7 +193,7 @@ struct Slot {
   cudaStream_t stream = nullptr;
   cudaEvent_t ev_begin = nullptr, ev_h2d = nullptr, ev_lines = nullptr, ev_done = nullptr;
   cudaEvent_t ev_d2h_begin = nullptr, ev_d2h_end = nullptr, ev_inserted = nullptr;
-  size_t capacity = 0, text_capacity = 0, out_rows = 0;
+  size_t capacity = 0, text_capacity = 0, out_rows = 0, host_out_rows = 0;
   uint32_t queued_rows = 0;  // pass-2 outputs already queued for the copy back (row sources)
   DeviceArray<uint8_t> text;
   DeviceArray<uint32_t> nl, line_slot, row_slot, rows;
@@ -273,7 +273,9 @@ struct CriteoPreprocessorCuda::Impl {
   DeviceArray<uint64_t> lookup_keys[kNumSparse];
   DeviceArray<int32_t> lookup_ids[kNumSparse];
   LookupTables lookup{};
-  DeviceArray<float> lut;
+  DeviceArray<float> lut;  // dense_log of 0 .. kLogTableSize-1 for lut_offset (256 KB, kept)
+  double lut_offset = 0;
+  bool lut_ready = false;
   DenseSetup dense{};
 
   explicit Impl(size_t bytes) {
@@ -328,10 +330,12 @@ struct CriteoPreprocessorCuda::Impl {
 
   // ---- buffers -------------------------------------------------------------------------------
 
-  // Host time spent allocating (stats: cuda.alloc_seconds), around each growth.
+  // Host time spent allocating (stats: cuda.alloc_seconds), around each growth, and their count
+  // (cuda.allocations: a reused preprocessor's runs after the first need few).
   template <class F>
   void timed_alloc(F&& allocate) {
     HostTimer t(timings.alloc_ms);
+    ++timings.allocations;
     allocate();
   }
 
@@ -381,11 +385,13 @@ struct CriteoPreprocessorCuda::Impl {
 
   // The pinned host arrays a chunk's `rows` outputs come back in.
   void ensure_host_outputs(Slot& s, uint32_t rows) {
+    if (s.h_labels.get() != nullptr && rows <= s.host_out_rows) return;
     timed_alloc([&] {
       const size_t n = with_slack(rows, s.out_rows);
       s.h_labels.reserve(n);
       s.h_dense.reserve(n * kNumDense);
       s.h_sparse.reserve(n * kNumSparse);
+      s.host_out_rows = n;
     });
   }
 
@@ -900,7 +906,6 @@ struct CriteoPreprocessorCuda::Impl {
       lookup_keys[j].release();
       lookup_ids[j].release();
     }
-    lut.release();
   }
 
   void begin_pass2(const CriteoPass2Setup& setup) {
@@ -959,14 +964,19 @@ struct CriteoPreprocessorCuda::Impl {
     } else if (!setup.apply_log) {
       dense.mode = DenseMode::plain_float;
     } else {
-      // The table of the CPU's fast path, made by the same function.
-      std::vector<float> table(tabular::kLogTableSize);
-      for (int32_t x = 0; x < tabular::kLogTableSize; ++x)
-        table[x] = tabular::dense_log(x, setup.log_offset);
-      lut.reserve(table.size());
-      DLPREP_CUDA_CHECK(
-          cudaMemcpyAsync(lut.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
-      DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+      // The table of the CPU's fast path, made by the same function (once per offset: the
+      // next run of a reused preprocessor has it).
+      if (!lut_ready || lut_offset != setup.log_offset) {
+        std::vector<float> table(tabular::kLogTableSize);
+        for (int32_t x = 0; x < tabular::kLogTableSize; ++x)
+          table[x] = tabular::dense_log(x, setup.log_offset);
+        lut.reserve(table.size());
+        DLPREP_CUDA_CHECK(
+            cudaMemcpyAsync(lut.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
+        DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
+        lut_offset = setup.log_offset;
+        lut_ready = true;
+      }
       dense.lut = lut.get();
     }
   }
@@ -1055,5 +1065,7 @@ void CriteoPreprocessorCuda::pass2_kept_day(size_t day, const CriteoChunkSink& s
 }
 
 CriteoCudaTimings CriteoPreprocessorCuda::timings() const { return impl_->timings; }
+
+void CriteoPreprocessorCuda::reset_timings() { impl_->timings = CriteoCudaTimings{}; }
 
 }  // namespace dlprep::cuda

@@ -81,6 +81,7 @@ struct CriteoCudaTimings {
   double kernel_ms = 0;
   double d2h_ms = 0;
   double alloc_ms = 0;  ///< host time spent allocating device and pinned host buffers
+  uint64_t allocations = 0;  ///< buffer growths and pool allocations (kept rows) among them
   double wait_ms = 0;   ///< host time blocked on the device while chunks go through
   double setup_ms = 0;  ///< host time in begin_pass1, read_vocab and begin_pass2
   uint64_t chunks = 0;
@@ -89,8 +90,9 @@ struct CriteoCudaTimings {
 };
 
 /// The CUDA preprocessor. Owns two streams, device buffers that grow to the largest chunk, the
-/// vocabulary tables (pass 1) and lookup tables (pass 2). Not thread-safe. After an exception
-/// (from a sink or the device) only destruction is allowed.
+/// vocabulary tables (pass 1) and lookup tables (pass 2). Runs may follow one another (each
+/// begins with begin_pass1), reusing the buffers. Not thread-safe. After an exception (from a
+/// sink or the device) only destruction is allowed.
 class CriteoPreprocessorCuda {
  public:
   /// Throws Error(device_failure) when the device cannot be used.
@@ -124,6 +126,7 @@ class CriteoPreprocessorCuda {
   void pass2_kept_day(size_t day, const CriteoChunkSink& sink);
 
   CriteoCudaTimings timings() const;
+  void reset_timings();
 
   struct Impl;
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,6 +134,7 @@ struct PreprocessStats {
   double kernel_seconds = 0;
   double d2h_seconds = 0;
   double alloc_seconds = 0;  ///< host time (not events) allocating device and pinned buffers
+  uint64_t allocations = 0;  ///< buffers allocated or grown for it (fewer on a reused backend)
   double wait_seconds = 0;   ///< host time blocked on the device while chunks go through
   double setup_seconds = 0;  ///< host time setting up the passes and reading the vocabulary back
   uint64_t device_chunks = 0;
@@ -147,6 +149,31 @@ struct PreprocessStats {
 /// "file:line: problem"), limit_exceeded (max_memory_bytes), device_unavailable (cuda without
 /// CUDA or a device, fpga), device_failure (the device failed).
 PreprocessStats preprocess(const PreprocessOptions& options);
+
+class PreprocessBackend;
+
+/// Runs one preprocess job after another on a backend it keeps between them, as a long-lived
+/// process (a trainer, a service) would: the CUDA backend's streams, device and pinned buffers
+/// and its memory pool (whose device memory holds the rows kept for pass 2) stay allocated, so a
+/// run after the first allocates almost nothing. preprocess(o) is Preprocessor().run(o). Each
+/// run's outputs are the same as preprocess()'s. The backend is made again when a run asks for
+/// another device or thread count, and after a run that threw. Holds the backend's memory until
+/// destroyed; not thread-safe.
+class Preprocessor {
+ public:
+  Preprocessor();
+  ~Preprocessor();
+  Preprocessor(const Preprocessor&) = delete;
+  Preprocessor& operator=(const Preprocessor&) = delete;
+
+  /// As preprocess(options).
+  PreprocessStats run(const PreprocessOptions& options);
+
+ private:
+  std::unique_ptr<PreprocessBackend> backend_;
+  Device device_ = Device::cpu;  ///< what backend_ was made for
+  unsigned threads_ = 0;
+};
 
 /// Parses "5000" (every column) or "5000,0,1000000,..." (26 values) into per-column moduli.
 /// Throws Error(invalid_argument).

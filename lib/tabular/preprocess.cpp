@@ -150,9 +150,11 @@ std::string binary_header() {
 // The whole run's state, so that the passes read as a sequence of steps.
 class Run {
  public:
-  explicit Run(const PreprocessOptions& o) : o_(o) {}
+  /// `backend`: the Preprocessor's, made here when empty and dropped when the run fails.
+  Run(const PreprocessOptions& o, std::unique_ptr<PreprocessBackend>& backend)
+      : o_(o), backend_(backend) {}
   ~Run() {
-    backend_.reset();  // first: it may still be copying from the buffers below
+    if (!finished_) backend_.reset();  // first: it may still be copying from the buffers below
     for (int fd : cache_fds_)
       if (fd >= 0) ::close(fd);
   }
@@ -207,7 +209,8 @@ class Run {
   ReadBuffers read_buffers_;  // lent to every InputReader in turn
   std::vector<HostBuffer> preloaded_;
   std::vector<size_t> preloaded_bytes_;
-  std::unique_ptr<PreprocessBackend> backend_;
+  std::unique_ptr<PreprocessBackend>& backend_;
+  bool finished_ = false;  // the backend is idle and may serve the next run
 };
 
 void Run::validate() {
@@ -656,7 +659,8 @@ PreprocessStats Run::run() {
   threads_ = o_.threads ? o_.threads : hardware_threads();
   stats_.threads = threads_;
   stats_.gzip_backend = gzip_backend_name();
-  backend_ = make_preprocess_backend(o_.device, threads_);
+  if (!backend_) backend_ = make_preprocess_backend(o_.device, threads_);
+  backend_->reset_timings();
   stats_.device = std::string(backend_->device_name());
   chunk_bytes_ = o_.chunk_bytes ? o_.chunk_bytes : backend_->default_chunk_bytes();
   read_buffers_.allocate = [this](size_t bytes) { return backend_->allocate_host(bytes); };
@@ -785,6 +789,8 @@ PreprocessStats Run::run() {
                                         static_cast<int32_t>(oov));
   }
   if (pass2_runs) pass2();
+  backend_->flush();
+  finished_ = true;  // nothing in flight: the backend may serve the Preprocessor's next run
   stats_.pass2_seconds = seconds_since(t2);
   BackendTimings bt = backend_->timings();
   stats_.decode_cache = use_cache_ || keep_maps_ || bt.kept_rows > 0;
@@ -796,6 +802,7 @@ PreprocessStats Run::run() {
   stats_.kernel_seconds = bt.kernel_seconds;
   stats_.d2h_seconds = bt.d2h_seconds;
   stats_.alloc_seconds = bt.alloc_seconds;
+  stats_.allocations = bt.allocations;
   stats_.wait_seconds = bt.wait_seconds;
   stats_.setup_seconds = bt.setup_seconds;
   stats_.device_chunks = bt.chunks;
@@ -844,20 +851,34 @@ std::string PreprocessStats::to_json() const {
             {"gzip_backend", gzip_backend}};
   if (device == "cuda") {
     // Sums of CUDA-event intervals; the two streams overlap, so they may exceed compute_seconds.
-    j["cuda"] = {{"h2d_seconds", h2d_seconds},     {"kernel_seconds", kernel_seconds},
-                 {"d2h_seconds", d2h_seconds},     {"alloc_seconds", alloc_seconds},
-                 {"wait_seconds", wait_seconds},   {"setup_seconds", setup_seconds},
-                 {"device_chunks", device_chunks}, {"log_values_on_host", log_values_on_host}};
+    j["cuda"] = {{"h2d_seconds", h2d_seconds},
+                 {"kernel_seconds", kernel_seconds},
+                 {"d2h_seconds", d2h_seconds},
+                 {"alloc_seconds", alloc_seconds},
+                 {"allocations", allocations},
+                 {"wait_seconds", wait_seconds},
+                 {"setup_seconds", setup_seconds},
+                 {"device_chunks", device_chunks},
+                 {"log_values_on_host", log_values_on_host}};
   }
   return j.dump(2);
 }
 
-PreprocessStats preprocess(const PreprocessOptions& options) {
+PreprocessStats preprocess(const PreprocessOptions& options) { return Preprocessor().run(options); }
+
+Preprocessor::Preprocessor() = default;
+Preprocessor::~Preprocessor() = default;
+
+PreprocessStats Preprocessor::run(const PreprocessOptions& options) {
+  const unsigned threads = options.threads ? options.threads : hardware_threads();
+  if (backend_ && (options.device != device_ || threads != threads_)) backend_.reset();
+  device_ = options.device;
+  threads_ = threads;
   // A run that fails leaves no trace: the output directory it created goes again while empty.
   std::error_code ec;
   const bool existed = fs::exists(options.out_dir, ec);
   try {
-    Run run(options);
+    Run run(options, backend_);
     return run.run();
   } catch (...) {
     if (!existed && fs::is_empty(options.out_dir, ec) && !ec) fs::remove(options.out_dir, ec);

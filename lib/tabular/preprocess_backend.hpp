@@ -77,6 +77,7 @@ struct BackendTimings {
   double kernel_seconds = 0;        ///< decode, vocabulary and transform kernels
   double d2h_seconds = 0;           ///< outputs (and decoded rows when asked) back to host memory
   double alloc_seconds = 0;         ///< host time allocating device and pinned host buffers
+  uint64_t allocations = 0;         ///< allocations (growths, pool allocations) among them
   double wait_seconds = 0;          ///< host time blocked on the device while chunks go through
   double setup_seconds = 0;         ///< host time setting up the passes, reading the vocabulary
   uint64_t chunks = 0;              ///< device chunks processed, both passes
@@ -85,7 +86,8 @@ struct BackendTimings {
                                     ///< recomputed on the host (log_rounding_is_safe)
 };
 
-/// The compute core of criteo-preprocess on one device. Called from one thread; not reusable
+/// The compute core of criteo-preprocess on one device. Called from one thread. Serves one run
+/// after another (a Preprocessor's), each from begin_pass1 to its last flush(); not reusable
 /// after a sink threw (destroy it).
 class PreprocessBackend {
  public:
@@ -129,6 +131,8 @@ class PreprocessBackend {
   virtual void pass2_kept_day(size_t day, const PieceSink& sink);
 
   virtual BackendTimings timings() const { return {}; }
+  /// Zeroes timings() at the start of a run (a Preprocessor runs many on one backend).
+  virtual void reset_timings() {}
 };
 
 /// The CPU backend (the reference): `threads` worker threads.

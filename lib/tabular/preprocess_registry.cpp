@@ -126,6 +126,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     impl_.pass2_kept_day(day, [sink](const cuda::CriteoChunkResult& r) { sink(to_piece(r)); });
   }
 
+  void reset_timings() override { impl_.reset_timings(); }
   BackendTimings timings() const override {
     cuda::CriteoCudaTimings t = impl_.timings();
     BackendTimings b;
@@ -133,6 +134,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     b.kernel_seconds = t.kernel_ms / 1000;
     b.d2h_seconds = t.d2h_ms / 1000;
     b.alloc_seconds = t.alloc_ms / 1000;
+    b.allocations = t.allocations;
     b.wait_seconds = t.wait_ms / 1000;
     b.setup_seconds = t.setup_ms / 1000;
     b.chunks = t.chunks;

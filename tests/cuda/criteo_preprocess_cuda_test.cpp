@@ -10,7 +10,7 @@
 // layouts), gzip and binary input, malformed rows (same file:line message; skipped rows counted),
 // CRLF and a last line without '\n', dense values across the whole int32 range with several log
 // offsets, a vocabulary continued from a pass-1 checkpoint, --vocab-from, rows kept on the device
-// or read again, and preloaded inputs.
+// or read again, preloaded inputs, and a Preprocessor that keeps its backend from run to run.
 //
 // criteo_preprocess_cuda_test [--quick | --tiny] [--keep] [--device cpu]
 //   --quick: small inputs (for compute-sanitizer); --tiny: smaller still (for the emulated device
@@ -50,6 +50,8 @@ std::string device_name = "cuda";
 const fs::path kSamples = fs::path(DLPREP_SAMPLE_DATA) / "criteo";
 fs::path scratch_root;
 std::string last_error;  // the error both runs of the last case stopped with ("" when none)
+// When set, the device side of each case runs on it (its backend kept from case to case).
+Preprocessor* reused = nullptr;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -114,7 +116,7 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
     e1 = e.what();
   }
   try {
-    s2 = preprocess(c);
+    s2 = reused != nullptr ? reused->run(c) : preprocess(c);
   } catch (const Error& e) {
     e2 = e.what();
   }
@@ -429,6 +431,52 @@ void run_all() {
     o.modulus = {};
     o.vocab_from = train.out_dir;
     both("vocab_from", o);
+  }
+
+  // One Preprocessor for runs of every kind in turn, as a long-lived process would use it: each
+  // run's outputs as a fresh backend's, also after a run that failed (its backend is made again)
+  // and after one interrupted in pass 1; a repeated run allocates less the second time.
+  {
+    Preprocessor p;
+    reused = &p;
+    PreprocessOptions text = opts({g1, g2});
+    text.chunk_bytes = 64 << 10;
+    const PreprocessStats first = both("reuse_text", text);
+    const PreprocessStats again = both("reuse_text_again", text);
+    if (again.device == "cuda")
+      EXPECT(again.allocations < first.allocations,
+             "reuse_text_again: %llu allocations, %llu in the first run",
+             static_cast<unsigned long long>(again.allocations),
+             static_cast<unsigned long long>(first.allocations));
+    PreprocessOptions offset = text;  // another log table than the run before
+    offset.log_offset = 3;
+    both("reuse_log_offset3", offset);
+    PreprocessOptions bin = opts({data / "rows.bin"}, 0);
+    bin.input_format = InputFormat::bin;
+    both("reuse_bin_rows_hashed", bin);
+    PreprocessOptions bad = opts({g1, data / "bad.tsv"});
+    bad.chunk_bytes = 64 << 10;
+    both("reuse_bad_rows_error", bad);
+    EXPECT(!last_error.empty(), "reuse_bad_rows_error: the run did not stop");
+    PreprocessOptions pre = opts({g2, deepctr}, 1000000);
+    pre.preload_inputs = true;
+    pre.output_format = OutputFormat::split;
+    both("reuse_after_error_preloaded", pre);
+    PreprocessOptions stop = opts({g2, deepctr, nvt});
+    stop.device = device;
+    stop.out_dir = fresh("reuse_interrupted");
+    stop.progress = [&](const ProgressEvent& e) {
+      if (e.what == "pass 1" && e.item == nvt.string()) throw Error(Errc::interrupted, "stop");
+    };
+    bool stopped = false;
+    try {
+      p.run(stop);
+    } catch (const Error&) {
+      stopped = true;
+    }
+    EXPECT(stopped, "reuse: the interruption did not happen");
+    both("reuse_after_interruption", opts({g2, deepctr, nvt}, 0));
+    reused = nullptr;
   }
 }
 

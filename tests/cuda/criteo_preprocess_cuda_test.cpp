@@ -339,6 +339,9 @@ void run_all() {
     both("bin_rows", b);
     b.chunk_bytes = 64 << 10;
     both("bin_rows_chunk64k", b);
+    b.preload_inputs = true;  // pass 2 copies the pinned rows in again (criteo_bench --cuda)
+    b.decode_cache = DecodeCache::off;
+    both("bin_rows_preloaded_reread", b);
     PreprocessOptions m = opts({data / "rows.bin", g2}, 0);
     both("bin_and_text_days", m);
     // --emit-binary itself from the CUDA run.

@@ -46,16 +46,17 @@ DecodeArgs decode_args(const l3::BatchPlan& plan, const uint8_t* in, const uint8
 LaunchShape launch_shape(const l3::BatchPlan& plan) {
   LaunchShape s;
   s.patches = plan.patch_first_task.size();
-  if (plan.max_patch_width == 0 || plan.max_patch_width > l3::kMaxPatch || s.patches == 0 ||
-      plan.max_channels == 0 || plan.max_channels > 4 ||
-      plan.max_groups > (l3::kMaxPatch / l3::kGroupPixels) * l3::kMaxPatch)
+  if (plan.max_patch_width == 0 || plan.max_patch_width > l3::kMaxPatch ||
+      plan.max_patch_height > l3::kMaxPatch || s.patches == 0 || plan.max_channels == 0 ||
+      plan.max_channels > 4 || plan.max_groups > (l3::kMaxPatch / l3::kGroupPixels) * l3::kMaxPatch)
     throw Error(Errc::internal, "l3 cuda decode: inconsistent plan (patch width " +
                                     std::to_string(plan.max_patch_width) + ", " +
                                     std::to_string(s.patches) + " patches)");
   // A patch's group offsets take at most 4 x 4096 x 2 = 32 KiB, under the 48 KiB every device
   // allows without opting in; patches of a warp (at most 64 x 64 pixels) 2 KiB.
   s.offsets = (plan.max_channels * plan.max_groups + 1) & ~1u;
-  const size_t patch_bytes = size_t{s.offsets} * sizeof(uint16_t);
+  s.row_codes = kRowCodes ? (plan.max_patch_height + 1) & ~1u : 0u;  // at most 256 rows: 512 B
+  const size_t patch_bytes = size_t{s.offsets + s.row_codes} * sizeof(uint16_t);
   s.warp_patches = kWarpPatches && plan.max_patch_width <= kWarpPatchWidth &&
                    kWarpsPerBlock * patch_bytes <= size_t{48} << 10;
   s.threads = s.warp_patches ? 32 * kWarpsPerBlock : block_threads(plan.max_patch_width);
@@ -88,6 +89,7 @@ void launch_decode(const l3::BatchPlan& plan, const uint8_t* in, const uint8_t* 
   DLPREP_CUDA_CHECK(cudaMemsetAsync(status, 0, plan.tasks.size(), stream));
   DecodeArgs args = decode_args(plan, in, work, out, status, failed);
   args.offsets = shape.offsets;
+  args.row_codes = shape.row_codes;
   DLPREP_CUDA_CHECK(cudaEventRecord(kernel_start, stream));
   launch_decode_kernel(shape, args, stream);
 }

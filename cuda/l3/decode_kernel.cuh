@@ -39,10 +39,11 @@
 // (removed). Tuning builds, not yet timed: the checksum a word at a time
 // (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), a kernel
 // compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element, the
-// element index shared by a pixel's channels), and a warp per patch where every patch fits one
+// element index shared by a pixel's channels), a warp per patch where every patch fits one
 // (DLPREP_L3_CUDA_WARP_PATCHES, decode_kernel.hpp: several patches per block, no barrier, the row
-// above in registers). Still open: several patches per warp for 8..32-pixel patches, where most
-// of a warp idles; packing a pixel's channels into one store for nhwc-u8.
+// above in registers), and the rows' predictor codes unpacked into shared memory in pass 1
+// (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp for 8..32-pixel patches, where
+// most of a warp idles; packing a pixel's channels into one store for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -71,6 +72,10 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr uint32_t kPixels = kPixelsPerThread;
 constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch / kPixels);
 constexpr int kMaxWarps = kMaxThreads / 32;
+/// Warp-patch blocks per SM the compiler must fit: 36 warps, 56 registers a thread. Left to
+/// itself it took up to 64 registers (32 warps) and spilled in some builds; the block kernel's
+/// occupancy is held by the SM's block limit for FHD's one-warp blocks, so it keeps its bound.
+constexpr int kWarpMinBlocks = 36 / static_cast<int>(kWarpsPerBlock);
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFullMask, v, d);
@@ -253,7 +258,9 @@ __device__ __forceinline__ uint8_t patch_verdict(unsigned long long ta, unsigned
 /// in registers (shuffled to the neighbours), scans and reductions within the warp. Otherwise the
 /// whole block decodes the patch at patch_first[blockIdx.x].
 template <int kLayout, bool kWarpPatches>
-__global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const DecodeArgs a) {
+__global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThreads,
+                                  kWarpPatches ? kWarpMinBlocks : 0)
+    decode_patches_kernel(const DecodeArgs a) {
   // Payload offset of each group of each channel (exclusive scan), max_groups apart; a.offsets
   // per patch. 16 bits suffice: a group's payload is at most 16 bytes and a patch has at most
   // 4096 groups, so an offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
@@ -268,6 +275,10 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
   const uint64_t slot = kWarpPatches ? uint64_t{blockIdx.x} * kWarpsPerBlock + warp : blockIdx.x;
   if (kWarpPatches && slot >= a.patches) return;  // the last block's spare warps
   uint16_t* const group_offset = group_offsets + size_t{warp} * a.offsets;
+  // kRowCodes: row y's predictor codes, channel c's at bit 3c, after every patch's offsets.
+  uint16_t* const row_codes = group_offsets +
+                              size_t{kWarpPatches ? kWarpsPerBlock : 1u} * a.offsets +
+                              size_t{warp} * a.row_codes;
   const uint64_t first = a.patch_first[slot];
   const l3::PatchTask t0 = a.tasks[first];
   const l3::BatchImage image = a.images[t0.image];
@@ -322,6 +333,14 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
         *a.failed = 1;
       }
       return;
+    }
+    if constexpr (kRowCodes) {
+      // A thread unpacks the same rows for every channel (read by the rows after the barrier
+      // below); the predictor bytes lie in the head, which the host checked is in the patch.
+      for (uint32_t y = tid + 1; y < h; y += threads) {
+        const uint32_t code = l3::predictor_code(p + 1, y) << (l3::kPredictorBits * c);
+        row_codes[y] = static_cast<uint16_t>(c == 0 ? code : row_codes[y] | code);
+      }
     }
     // Step 9, payload size: each thread sums the payload bytes of a contiguous run of groups, a
     // scan turns the run sums into run starts, and each thread writes its groups' offsets.
@@ -379,6 +398,7 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
       up_right = __shfl_down_sync(kFullMask, up[0], 1);
     }
     uint8_t v[kPixels][4] = {};
+    const uint32_t row_code = kRowCodes && y > 0 ? row_codes[y] : 0u;
 #pragma unroll
     for (uint32_t c = 0; c < 4; ++c) {
       if (c >= channels) break;  // uniform
@@ -409,7 +429,9 @@ __global__ void __launch_bounds__(kMaxThreads) decode_patches_kernel(const Decod
         }
       } else if (active) {
         // Border rule: TL at x = 0 and TR at x = w - 1 are T itself.
-        const uint32_t predictor = l3::predictor_code(predictor_codes, y);
+        const uint32_t predictor =
+            kRowCodes ? (row_code >> (l3::kPredictorBits * c)) & ((1u << l3::kPredictorBits) - 1)
+                      : l3::predictor_code(predictor_codes, y);
         uint8_t tl[kPixels], t[kPixels], tr[kPixels], predicted[kPixels];
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i) {

@@ -49,6 +49,7 @@ struct DecodeArgs {
   float scale[4];
   uint32_t max_groups;  // stride of the per-channel group-offset arrays
   uint32_t offsets;     // group-offset entries per patch in shared memory (LaunchShape)
+  uint32_t row_codes;   // kRowCodes: row-code words per patch, after every patch's offsets
   uint64_t patches;     // patches of this launch (patch_first entries from its start)
   l3::OutputLayout layout;
 };
@@ -84,6 +85,15 @@ inline constexpr bool kWarpPatches = true;
 inline constexpr bool kWarpPatches = false;
 #endif
 inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;
+
+/// A tuning build (DLPREP_L3_CUDA_ROW_CODES, gpu_session.sh l3-tune): pass 1 unpacks each row's
+/// predictor codes (every channel's, 3 bits apart) into shared memory, so that a row reads one
+/// 16-bit word instead of two bytes and their bit arithmetic per channel (l3::predictor_code).
+#ifdef DLPREP_L3_CUDA_ROW_CODES
+inline constexpr bool kRowCodes = true;
+#else
+inline constexpr bool kRowCodes = false;
+#endif
 inline constexpr uint32_t kWarpsPerBlock =
     l3::kMaxPatch / kPixelsPerThread / 32 < 4 ? l3::kMaxPatch / kPixelsPerThread / 32 : 4;
 
@@ -94,7 +104,8 @@ struct LaunchShape {
   bool warp_patches = false;
   unsigned threads = 0;  ///< block_threads() of the widest patch, or kWarpsPerBlock warps
   uint32_t offsets = 0;  ///< group offsets of a patch (every channel's), an even number
-  size_t shared = 0;     ///< dynamic shared bytes: the group offsets of the block's patches
+  uint32_t row_codes = 0;  ///< kRowCodes: a patch's row-code words (its rows, rounded up to even)
+  size_t shared = 0;  ///< dynamic shared bytes: the block's patches' group offsets, then row codes
 };
 
 /// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the

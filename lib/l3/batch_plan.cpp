@@ -158,6 +158,7 @@ BatchPlan plan_batch(std::span<const ByteSpan> files, const DecodeOptions& optio
           t.channel = static_cast<uint8_t>(c);
           t.channels = static_cast<uint8_t>(image.channels);
           plan.max_patch_width = std::max<uint32_t>(plan.max_patch_width, t.width);
+          plan.max_patch_height = std::max<uint32_t>(plan.max_patch_height, t.height);
           plan.max_groups = std::max(plan.max_groups, groups_per_row(t.width) * t.height);
           plan.tasks.push_back(t);
         }

@@ -78,6 +78,7 @@ struct BatchPlan {
   uint64_t output_bytes = 0;  ///< bytes of the output tensor (sum of the windows' elements x size)
   uint64_t pixel_bytes = 0;   ///< decoded pixel bytes delivered (sum of the windows' elements)
   uint32_t max_patch_width = 0;  ///< widest task: sizes a CUDA block (a thread per column or few)
+  uint32_t max_patch_height = 0;  ///< tallest task (a narrow image's patches are taller than wide)
   uint32_t max_groups = 0;       ///< most groups (16-pixel row pieces) of one task's patch
   uint32_t max_channels = 0;     ///< most channels of an image of the batch
 };

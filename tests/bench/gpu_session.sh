@@ -45,8 +45,9 @@
 # Environment: BUDGET (seconds for the whole call: 420), ARCH (90), BATCH (1,16,64,256),
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
-#   (NAME:DEFINITION[,...] each: "all:(the next three) wrp:DLPREP_L3_CUDA_WARP_PATCHES=1
-#   wsum:DLPREP_L3_CUDA_WORD_CHECKSUM=1 lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1";
+#   (NAME:DEFINITION[,...] each: "all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,
+#   DLPREP_L3_CUDA_LAYOUT_KERNELS=1,(wrc's two) wrc:DLPREP_L3_CUDA_WARP_PATCHES=1,
+#   DLPREP_L3_CUDA_ROW_CODES=1 wrp:DLPREP_L3_CUDA_WARP_PATCHES=1";
 #   also DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even
 #   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
 #   SET (carry/l3bench).
@@ -63,11 +64,13 @@ export OUT=${OUT:-$root/build-gpu-out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
-# The likeliest to be adopted first, in case the step runs out of time.
+# The likeliest to be adopted first, in case the step runs out of time. all against the default
+# says whether the four together win; wrc against wrp what the row codes add to a warp per patch;
+# all against wrc what the word checksum and the layout kernels add on top.
 export L3_VARIANTS=${L3_VARIANTS:-\
-all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1,DLPREP_L3_CUDA_WARP_PATCHES=1 \
-wrp:DLPREP_L3_CUDA_WARP_PATCHES=1 wsum:DLPREP_L3_CUDA_WORD_CHECKSUM=1 \
-lyt:DLPREP_L3_CUDA_LAYOUT_KERNELS=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
+all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1,DLPREP_L3_CUDA_WARP_PATCHES=1,\
+DLPREP_L3_CUDA_ROW_CODES=1 wrc:DLPREP_L3_CUDA_WARP_PATCHES=1,DLPREP_L3_CUDA_ROW_CODES=1 \
+wrp:DLPREP_L3_CUDA_WARP_PATCHES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
 # The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
@@ -286,7 +289,8 @@ step_l3-bench() {
 
 # The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_WORD_CHECKSUM, the
 # checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout;
-# DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch; all three), prebuilt or built here, each run
+# DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch; with DLPREP_L3_CUDA_ROW_CODES, the rows'
+# predictor codes unpacked in pass 1; all four), prebuilt or built here, each run
 # through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
 # same step, device-resident and end to end (the benchmark checks its output first); last,
 # compute-sanitizer on each one's suite.

@@ -307,6 +307,24 @@ void run_suite(BatchDecoder& gpu) {
                   std::string(content_names[k]) + ", " + std::to_string(c) + " channels");
     }
 
+  // Narrow images alone: every patch of the batch taller than its widest (what the kernel keeps
+  // per row is sized by the tallest).
+  for (uint32_t patch : {16u, 64u, 256u}) {
+    if (quick && patch > 64) continue;
+    for (uint32_t c : {1u, 3u}) {
+      std::vector<Image> images;
+      std::vector<Bytes> files;
+      for (uint32_t w : {1u, 2u, 5u, 15u})
+        for (uint32_t h : {patch, 2 * patch + 3}) {
+          images.push_back(make_image(w, h, c, contents[(w + h) % 4], 2000 + w + h + c));
+          files.push_back(encode(images.back(), {patch, 1}));
+        }
+      check_batch(
+          gpu, images, files,
+          "narrow, patch " + std::to_string(patch) + ", " + std::to_string(c) + " channels");
+    }
+  }
+
   // Every width code and every predictor; a large image at the automatic patch size.
   {
     std::vector<Image> images;

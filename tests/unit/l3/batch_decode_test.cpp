@@ -94,7 +94,7 @@ TEST_CASE("the work list has one entry per image, patch and channel, matching th
   const Batch b = mixed_batch();
   const BatchPlan plan = plan_batch(b.spans());
   size_t t = 0;
-  uint32_t widest = 0, most_groups = 0;
+  uint32_t widest = 0, tallest = 0, most_groups = 0;
   std::vector<uint64_t> firsts;
   for (size_t i = 0; i < b.images.size(); ++i) {
     const BatchImage& image = plan.images[i];
@@ -131,6 +131,7 @@ TEST_CASE("the work list has one entry per image, patch and channel, matching th
         CHECK(task.bytes >= patch_head_bytes(task.width, task.height));
         CHECK(task.src + task.bytes <= image.src + image.file_bytes);
         widest = std::max<uint32_t>(widest, task.width);
+        tallest = std::max<uint32_t>(tallest, task.height);
         most_groups = std::max(most_groups, groups_per_row(task.width) * task.height);
       }
     }
@@ -138,6 +139,7 @@ TEST_CASE("the work list has one entry per image, patch and channel, matching th
   CHECK(t == plan.tasks.size());
   CHECK(plan.patch_first_task == firsts);
   CHECK(plan.max_patch_width == widest);
+  CHECK(plan.max_patch_height == tallest);
   CHECK(plan.max_groups == most_groups);
   CHECK(plan.max_channels == 4);
   CHECK(plan.pixel_bytes == plan.output_bytes);

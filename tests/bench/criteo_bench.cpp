@@ -172,18 +172,23 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   if (chk.rows != ref.rows || !same_dirs(scratch / "cpu", scratch / "cuda")) return 3;
   progress(clock, label.c_str(), "outputs equal to the CPU backend's");
   const double rows = static_cast<double>(ref.rows);
-  // 2. Pinned host memory -> arrays back in host memory, both passes.
+  // 2. Pinned host memory -> arrays back in host memory, both passes: on a fresh backend each
+  // run (`reuse` null) or on one kept between runs, rows kept on the device for pass 2 or not.
   tabular::PreprocessStats last;
   std::vector<double> preload_s;  // reading the input into pinned memory: not timed, but paid
-  auto compute = measure_self_timed(params, [&](bool) {
-    fs::remove_all(scratch / "mem");
-    tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
-    o.preload_inputs = true;
-    o.discard_outputs = true;
-    last = tabular::preprocess(o);
-    preload_s.push_back(last.preload_seconds);
-    return last.compute_seconds;
-  });
+  auto in_memory = [&](const TimingParams& p, tabular::Preprocessor* reuse, bool keep_rows) {
+    return measure_self_timed(p, [&](bool) {
+      fs::remove_all(scratch / "mem");
+      tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
+      o.preload_inputs = true;
+      o.discard_outputs = true;
+      if (!keep_rows) o.decode_cache = tabular::DecodeCache::off;
+      last = reuse != nullptr ? reuse->run(o) : tabular::preprocess(o);
+      preload_s.push_back(last.preload_seconds);
+      return last.compute_seconds;
+    });
+  };
+  auto compute = in_memory(params, nullptr, true);
   tabular::PreprocessStats mem = last;
   progress(clock, label.c_str(),
            "pinned memory -> host arrays timed (%zu runs with the warm-up; reading the input "
@@ -191,18 +196,11 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
            preload_s.size(), median(preload_s));
   // 2b. The same on one Preprocessor: the warm-up run allocates, the timed ones reuse. At most 5
   // (each run reads the input into pinned memory first: about 1 s per 1.6 GB on the H100 host).
+  TimingParams few = params;
+  few.repeats = std::min(params.repeats, 5u);
   tabular::Preprocessor reused;
-  TimingParams warm_params = params;
-  warm_params.repeats = std::min(params.repeats, 5u);
-  auto warm = measure_self_timed(warm_params, [&](bool) {
-    fs::remove_all(scratch / "mem");
-    tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
-    o.preload_inputs = true;
-    o.discard_outputs = true;
-    last = reused.run(o);
-    return last.compute_seconds;
-  });
-  tabular::PreprocessStats warm_mem = last;
+  const TimingStats warm = in_memory(few, &reused, true);
+  const tabular::PreprocessStats warm_mem = last;
   progress(clock, label.c_str(), "the same on a reused backend timed");
   // 2c. Binary rows: the same with pass 2 copying the rows in again from pinned memory instead of
   // keeping them on the device (no device memory for them to allocate; the copy in runs while
@@ -210,15 +208,7 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   TimingStats reread{};
   tabular::PreprocessStats reread_mem;
   if (binary) {
-    reread = measure_self_timed(warm_params, [&](bool) {
-      fs::remove_all(scratch / "mem");
-      tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
-      o.preload_inputs = true;
-      o.discard_outputs = true;
-      o.decode_cache = tabular::DecodeCache::off;
-      last = tabular::preprocess(o);
-      return last.compute_seconds;
-    });
+    reread = in_memory(few, nullptr, false);
     reread_mem = last;
     progress(clock, label.c_str(), "the same with the rows copied in again for pass 2 timed");
   }
@@ -265,25 +255,20 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
       "", "  of which allocating buffers (host)", mem.alloc_seconds, "", "",
       static_cast<unsigned long long>(mem.allocations), mem.pass1_seconds, mem.pass2_seconds,
       mem.wait_seconds, mem.setup_seconds);
-  // What allocating costs a run: the same on a reused backend (Preprocessor), and the host
-  // times of its last run.
-  std::printf(
-      "%-10s %-44s %9.4f %9.4f %12.0f   (%.2fx; last run: %llu allocations, %.4f s; host "
-      "blocked %.4f s, setup %.4f s; pass 1 %.4f s, pass 2 %.4f s)\n",
-      "", "  the same, backend reused across runs", warm.median_s, warm.min_s,
-      warm.median_rate(rows), compute.median_s / warm.median_s,
-      static_cast<unsigned long long>(warm_mem.allocations), warm_mem.alloc_seconds,
-      warm_mem.wait_seconds, warm_mem.setup_seconds, warm_mem.pass1_seconds,
-      warm_mem.pass2_seconds);
-  if (binary)
+  // What allocating costs a run (a reused backend) and what keeping the rows on the device does
+  // (binary rows), each against the target row, with its last run's host and device times.
+  auto variant = [&](const char* what, const TimingStats& t, const tabular::PreprocessStats& m) {
     std::printf(
-        "%-10s %-44s %9.4f %9.4f %12.0f   (%.2fx; last run: %llu allocations, %.4f s; h2d "
-        "%.4f, kernels %.4f, d2h %.4f s; pass 1 %.4f s, pass 2 %.4f s)\n",
-        "", "  the same, pass 2 copying the rows in again", reread.median_s, reread.min_s,
-        reread.median_rate(rows), compute.median_s / reread.median_s,
-        static_cast<unsigned long long>(reread_mem.allocations), reread_mem.alloc_seconds,
-        reread_mem.h2d_seconds, reread_mem.kernel_seconds, reread_mem.d2h_seconds,
-        reread_mem.pass1_seconds, reread_mem.pass2_seconds);
+        "%-10s %-44s %9.4f %9.4f %12.0f   (%.2fx; last run: %llu allocations, %.4f s; host "
+        "blocked %.4f s, setup %.4f s; h2d %.4f, kernels %.4f, d2h %.4f s; pass 1 %.4f s, "
+        "pass 2 %.4f s)\n",
+        "", what, t.median_s, t.min_s, t.median_rate(rows), compute.median_s / t.median_s,
+        static_cast<unsigned long long>(m.allocations), m.alloc_seconds, m.wait_seconds,
+        m.setup_seconds, m.h2d_seconds, m.kernel_seconds, m.d2h_seconds, m.pass1_seconds,
+        m.pass2_seconds);
+  };
+  variant("  the same, backend reused across runs", warm, warm_mem);
+  if (binary) variant("  the same, pass 2 copying the rows in again", reread, reread_mem);
   std::printf("%-10s %-44s %9.4f %9.4f %12.0f   (compute with writes %.4f s)\n", "",
               "cuda writing the arrays to disk (npy)", writes.median_s, writes.min_s,
               writes.median_rate(rows), compute_with_writes);

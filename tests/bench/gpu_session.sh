@@ -82,7 +82,7 @@ PREBUILT=$root/carry/prebuilt
 # stopped (exit 124) and the next one still runs.
 declare -A CAP=([env]=30 [build]=300 [l3-test]=90 [criteo-test]=120 [l3-bench]=180
   [criteo-bench]=170 [l3-sanitize]=270 [criteo-sanitize]=200 [l3-profile]=90
-  [criteo-profile]=75 [l3-tune]=240 [prebuild]=3600)
+  [criteo-profile]=75 [l3-tune]=270 [prebuild]=3600)
 # The CLI tests call /usr/bin/python3 (standard library only): on a machine whose only Python is
 # elsewhere, point that name at it (the machine is bare and given back after the session).
 [[ -e /usr/bin/python3 ]] || ! command -v python3 >/dev/null || ln -s "$(command -v python3)" /usr/bin/python3

@@ -39,11 +39,12 @@
 // (removed). Tuning builds, not yet timed: the checksum a word at a time
 // (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), a kernel
 // compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element, the
-// element index shared by a pixel's channels), a warp per patch where every patch fits one
-// (DLPREP_L3_CUDA_WARP_PATCHES, decode_kernel.hpp: several patches per block, no barrier, the row
-// above in registers), and the rows' predictor codes unpacked into shared memory in pass 1
-// (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp for 8..32-pixel patches, where
-// most of a warp idles; packing a pixel's channels into one store for nhwc-u8.
+// window test and element index split into a part per thread and a part per row), a warp per patch
+// where every patch fits one (DLPREP_L3_CUDA_WARP_PATCHES, decode_kernel.hpp: several patches per
+// block, no barrier, the row above in registers), and the rows' predictor codes unpacked into
+// shared memory in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp
+// for 8..32-pixel patches, where most of a warp idles; packing a pixel's channels into one store
+// for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -386,6 +387,21 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
   uint8_t* const window = a.out + image.dst;
   const l3::OutputLayout layout =
       kLayout == kAnyLayout ? a.layout : static_cast<l3::OutputLayout>(kLayout);
+  // A kernel compiled for its layout (a tuning build) splits the window test and the element
+  // index into its columns' part, taken here once, and each row's part (l3::in_window and
+  // l3::output_element per pixel otherwise; the same index, batch_output.hpp).
+  constexpr bool kSplitIndex = kLayout != kAnyLayout;
+  bool column_in[kPixels] = {};
+  uint64_t column_at[kPixels] = {}, plane = 0;
+  if constexpr (kSplitIndex) {
+#pragma unroll
+    for (uint32_t i = 0; i < kPixels; ++i) {
+      uint32_t ox = 0;
+      column_in[i] = l3::in_window_x(image, t0.x0 + x0 + i, ox);
+      column_at[i] = l3::column_element(layout, channels, ox);
+    }
+    plane = l3::channel_stride(layout, image.out_width, image.out_height);
+  }
   // kWarpPatches: the thread's pixels of the row above (channel c in byte c), and the pixels
   // beside them, of the neighbouring lanes.
   uint32_t up[kPixels] = {}, up_left = 0, up_right = 0;
@@ -462,6 +478,10 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
         up[i] =
             v[i][0] | uint32_t{v[i][1]} << 8 | uint32_t{v[i][2]} << 16 | uint32_t{v[i][3]} << 24;
     }
+    uint32_t oy = 0;
+    const bool row_in = kSplitIndex && l3::in_window_y(image, t0.y0 + y, oy);
+    const uint64_t row_at =
+        kSplitIndex ? l3::row_element(layout, image.out_width, channels, oy) : uint64_t{0};
 #pragma unroll
     for (uint32_t i = 0; i < kPixels; ++i) {
       if (!column[i]) break;  // the columns in the patch come first
@@ -471,16 +491,27 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
         for (uint32_t c = 0; c < 4; ++c)
           if (c < channels) above[cur][c][x] = v[i][c];  // the planes as stored, for the next row
       }
-      uint32_t ox = 0, oy = 0;
-      if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, oy)) {
-        l3::add_green(v[i], image.subtract_green);
+      if constexpr (kSplitIndex) {
+        if (row_in && column_in[i]) {
+          l3::add_green(v[i], image.subtract_green);
 #pragma unroll
-        for (uint32_t c = 0; c < 4; ++c)
-          if (c < channels)
-            l3::store_element(
-                window, layout,
-                l3::output_element(layout, image.out_width, image.out_height, channels, ox, oy, c),
-                v[i][c], a.mean[c], a.scale[c]);
+          for (uint32_t c = 0; c < 4; ++c)
+            if (c < channels)
+              l3::store_element(window, layout, row_at + column_at[i] + c * plane, v[i][c],
+                                a.mean[c], a.scale[c]);
+        }
+      } else {
+        uint32_t ox = 0, py = 0;
+        if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, py)) {
+          l3::add_green(v[i], image.subtract_green);
+#pragma unroll
+          for (uint32_t c = 0; c < 4; ++c)
+            if (c < channels)
+              l3::store_element(window, layout,
+                                l3::output_element(layout, image.out_width, image.out_height,
+                                                   channels, ox, py, c),
+                                v[i][c], a.mean[c], a.scale[c]);
+        }
       }
     }
     // Row y is complete in above[cur] before row y + 1 reads it, and every read of above[prev]

@@ -42,6 +42,34 @@ DLPREP_L3_OUT_HD uint64_t output_element(OutputLayout layout, uint32_t out_width
              : (static_cast<uint64_t>(c) * out_height + oy) * out_width + ox;
 }
 
+/// output_element() as a row's part plus a column's part plus c channel strides, so that a
+/// caller can take each part once (the CUDA kernel's per-layout builds): row_element(oy) +
+/// column_element(ox) + c * channel_stride() == output_element(..., ox, oy, c).
+DLPREP_L3_OUT_HD uint64_t row_element(OutputLayout layout, uint32_t out_width, uint32_t channels,
+                                      uint32_t oy) {
+  return layout == OutputLayout::nhwc_u8 ? uint64_t{oy} * out_width * channels
+                                         : uint64_t{oy} * out_width;
+}
+DLPREP_L3_OUT_HD uint64_t column_element(OutputLayout layout, uint32_t channels, uint32_t ox) {
+  return layout == OutputLayout::nhwc_u8 ? uint64_t{ox} * channels : uint64_t{ox};
+}
+DLPREP_L3_OUT_HD uint64_t channel_stride(OutputLayout layout, uint32_t out_width,
+                                         uint32_t out_height) {
+  return layout == OutputLayout::nhwc_u8 ? 1u : uint64_t{out_height} * out_width;
+}
+
+/// Whether image column x lies in the window's columns [crop_x, crop_x + out_width); sets ox to
+/// its window column (a huge value left of the window).
+DLPREP_L3_OUT_HD bool in_window_x(const BatchImage& image, uint32_t x, uint32_t& ox) {
+  ox = x - image.crop_x;
+  return x >= image.crop_x && ox < image.out_width;
+}
+/// The same for image row y and the window's rows.
+DLPREP_L3_OUT_HD bool in_window_y(const BatchImage& image, uint32_t y, uint32_t& oy) {
+  oy = y - image.crop_y;
+  return y >= image.crop_y && oy < image.out_height;
+}
+
 /// Whether image pixel (x, y) lies in the window [crop_x, crop_x + out_width) x [crop_y, ...);
 /// sets (ox, oy) to its window coordinates when it does.
 DLPREP_L3_OUT_HD bool in_window(const BatchImage& image, uint32_t x, uint32_t y, uint32_t& ox,

@@ -100,6 +100,16 @@ TEST_CASE("output_element maps NHWC and NCHW windows") {
         for (uint32_t c = 0; c < 3; ++c) ++seen.at(output_element(layout, 5, 3, 3, x, y, c));
     for (int n : seen) CHECK(n == 1);
   }
+  // The same index as a row's part, a column's part and channel strides, on a larger window.
+  for (OutputLayout layout :
+       {OutputLayout::nhwc_u8, OutputLayout::nchw_f32, OutputLayout::nchw_f16})
+    for (uint32_t channels = 1; channels <= 4; ++channels)
+      for (uint32_t y : {0u, 1u, 70000u})
+        for (uint32_t x : {0u, 5u, 69999u})
+          for (uint32_t c = 0; c < channels; ++c)
+            CHECK(row_element(layout, 70000, channels, y) + column_element(layout, channels, x) +
+                      c * channel_stride(layout, 70000, 70001) ==
+                  output_element(layout, 70000, 70001, channels, x, y, c));
   CHECK(element_bytes(OutputLayout::nhwc_u8) == 1);
   CHECK(element_bytes(OutputLayout::nchw_f32) == 4);
   CHECK(element_bytes(OutputLayout::nchw_f16) == 2);
@@ -120,6 +130,14 @@ TEST_CASE("in_window and add_green") {
   CHECK_FALSE(in_window(image, 14, 20, ox, oy));
   CHECK_FALSE(in_window(image, 10, 22, ox, oy));
   CHECK_FALSE(in_window(image, 10, 19, ox, oy));
+  CHECK(in_window_x(image, 13, ox));
+  CHECK(ox == 3);
+  CHECK_FALSE(in_window_x(image, 9, ox));
+  CHECK_FALSE(in_window_x(image, 14, ox));
+  CHECK(in_window_y(image, 21, oy));
+  CHECK(oy == 1);
+  CHECK_FALSE(in_window_y(image, 19, oy));
+  CHECK_FALSE(in_window_y(image, 22, oy));
   uint8_t v[4] = {250, 10, 3, 77};
   add_green(v, 0);
   CHECK((v[0] == 250 && v[2] == 3));

@@ -444,7 +444,7 @@ struct CriteoPreprocessorCuda::Impl {
   }
 
   void rows_chunk(int which, size_t day, const uint32_t* rows, size_t count,
-                  const CriteoChunkSink& sink) {
+                  const CriteoChunkSink& sink, bool stable) {
     Slot& s = acquire();
     const size_t bytes = count * tabular::kBinaryRowBytes;
     ensure_input(s, bytes);
@@ -453,7 +453,10 @@ struct CriteoPreprocessorCuda::Impl {
     start_chunk(s, n, n);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), rows, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
-    wait_for(s.ev_h2d);  // the caller may reuse `rows` after this
+    // The caller may reuse `rows` after this, unless they are stable (preloaded): then the next
+    // chunk's copy is queued behind this one at once, and the copy engine never waits for the
+    // host.
+    if (!stable) wait_for(s.ev_h2d);
     RowSource src{reinterpret_cast<const uint32_t*>(s.text.get()), nullptr,
                   &s.counters.get()->num_good};
     compute(s, which, src, n, tabular::row_key_span(false, count));
@@ -475,11 +478,11 @@ struct CriteoPreprocessorCuda::Impl {
   }
 
   void rows_chunks(int which, size_t day, const uint32_t* rows, size_t count,
-                   const CriteoChunkSink& sink) {
+                   const CriteoChunkSink& sink, bool stable) {
     size_t per = std::max<size_t>(chunk_bytes / tabular::kBinaryRowBytes, 1);
     if (which == 2) per = std::min<size_t>(per, kPass2PieceRows);
     for (size_t r = 0; r < count; r += per)
-      rows_chunk(which, day, rows + r * kNumFields, std::min(per, count - r), sink);
+      rows_chunk(which, day, rows + r * kNumFields, std::min(per, count - r), sink, stable);
   }
 
   // The chunk's kernels after decoding, then its counters back; marks the slot busy.
@@ -1029,9 +1032,9 @@ void CriteoPreprocessorCuda::pass1_text(size_t day, const char* text, size_t byt
 }
 
 void CriteoPreprocessorCuda::pass1_rows(size_t day, const uint32_t* rows, size_t count,
-                                        const CriteoChunkSink& sink) {
+                                        const CriteoChunkSink& sink, bool stable) {
   impl_->ensure_day(day);
-  impl_->rows_chunks(1, day, rows, count, sink);
+  impl_->rows_chunks(1, day, rows, count, sink, stable);
 }
 
 void CriteoPreprocessorCuda::flush() { impl_->flush(); }
@@ -1056,8 +1059,8 @@ void CriteoPreprocessorCuda::pass2_text(const char* text, size_t bytes,
 }
 
 void CriteoPreprocessorCuda::pass2_rows(const uint32_t* rows, size_t count,
-                                        const CriteoChunkSink& sink) {
-  impl_->rows_chunks(2, 0, rows, count, sink);
+                                        const CriteoChunkSink& sink, bool stable) {
+  impl_->rows_chunks(2, 0, rows, count, sink, stable);
 }
 
 void CriteoPreprocessorCuda::pass2_kept_day(size_t day, const CriteoChunkSink& sink) {

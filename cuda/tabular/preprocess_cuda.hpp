@@ -109,8 +109,10 @@ class CriteoPreprocessorCuda {
   void begin_pass1(const CriteoPass1Setup& setup);
   /// Text of whole lines ending with '\n' (the caller may reuse the memory after the call).
   void pass1_text(size_t day, const char* text, size_t bytes, const CriteoChunkSink& sink);
-  /// Binary rows (40 words each).
-  void pass1_rows(size_t day, const uint32_t* rows, size_t count, const CriteoChunkSink& sink);
+  /// Binary rows (40 words each). `stable`: the rows stay as they are until the next flush(),
+  /// so the call returns without waiting for their copy to the device.
+  void pass1_rows(size_t day, const uint32_t* rows, size_t count, const CriteoChunkSink& sink,
+                  bool stable = false);
   /// Delivers every pending result.
   void flush();
   /// After flush(): the vocabulary per column, values in first-appearance order with counts.
@@ -121,7 +123,8 @@ class CriteoPreprocessorCuda {
 
   void begin_pass2(const CriteoPass2Setup& setup);
   void pass2_text(const char* text, size_t bytes, const CriteoChunkSink& sink);
-  void pass2_rows(const uint32_t* rows, size_t count, const CriteoChunkSink& sink);
+  void pass2_rows(const uint32_t* rows, size_t count, const CriteoChunkSink& sink,
+                  bool stable = false);
   /// Transforms the rows kept for `day` (then frees them).
   void pass2_kept_day(size_t day, const CriteoChunkSink& sink);
 

@@ -257,8 +257,9 @@ void InputReader::fill(Buffer& b, const uint8_t* carry, size_t carry_bytes) {
 InputChunk InputReader::next() {
   if (in_memory_) {
     InputChunk chunk;
+    chunk.stable = true;  // the caller's memory, for the whole run
     size_t left = mem_.size() - static_cast<size_t>(mem_pos_);
-    if (left == 0) return chunk;
+    if (left == 0) return InputChunk{};
     const uint8_t* at = mem_.data() + mem_pos_;
     if (kind_ == FileKind::bin) {
       size_t n = std::min(chunk_cap_, left);

@@ -32,6 +32,9 @@ struct InputChunk {
   /// A gzip input: the reader is inflating the next chunk on its own thread while this one is
   /// processed (a backend's host workers leave that thread a core).
   bool inflating_ahead = false;
+  /// The chunk lies in memory that stays as it is until the run ends (preloaded input): a
+  /// backend may go on reading it after its call returns.
+  bool stable = false;
   bool empty() const { return text.empty() && rows.empty(); }
 };
 

@@ -82,7 +82,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     if (!chunk.text.empty())
       impl_.pass1_text(day, chunk.text.data(), chunk.text.size(), adapt);
     else
-      impl_.pass1_rows(day, chunk.rows.data(), chunk.rows.size() / kNumFields, adapt);
+      impl_.pass1_rows(day, chunk.rows.data(), chunk.rows.size() / kNumFields, adapt, chunk.stable);
   }
   void flush() override { impl_.flush(); }
   void sync_vocab() override {
@@ -120,7 +120,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     if (!chunk.text.empty())
       impl_.pass2_text(chunk.text.data(), chunk.text.size(), adapt);
     else
-      impl_.pass2_rows(chunk.rows.data(), chunk.rows.size() / kNumFields, adapt);
+      impl_.pass2_rows(chunk.rows.data(), chunk.rows.size() / kNumFields, adapt, chunk.stable);
   }
   void pass2_kept_day(size_t day, const PieceSink& sink) override {
     impl_.pass2_kept_day(day, [sink](const cuda::CriteoChunkResult& r) { sink(to_piece(r)); });

@@ -478,10 +478,10 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
         up[i] =
             v[i][0] | uint32_t{v[i][1]} << 8 | uint32_t{v[i][2]} << 16 | uint32_t{v[i][3]} << 24;
     }
-    uint32_t oy = 0;
-    const bool row_in = kSplitIndex && l3::in_window_y(image, t0.y0 + y, oy);
+    uint32_t window_y = 0;
+    const bool row_in = kSplitIndex && l3::in_window_y(image, t0.y0 + y, window_y);
     const uint64_t row_at =
-        kSplitIndex ? l3::row_element(layout, image.out_width, channels, oy) : uint64_t{0};
+        kSplitIndex ? l3::row_element(layout, image.out_width, channels, window_y) : uint64_t{0};
 #pragma unroll
     for (uint32_t i = 0; i < kPixels; ++i) {
       if (!column[i]) break;  // the columns in the patch come first
@@ -501,15 +501,15 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
                                 a.mean[c], a.scale[c]);
         }
       } else {
-        uint32_t ox = 0, py = 0;
-        if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, py)) {
+        uint32_t ox = 0, oy = 0;
+        if (l3::in_window(image, t0.x0 + x, t0.y0 + y, ox, oy)) {
           l3::add_green(v[i], image.subtract_green);
 #pragma unroll
           for (uint32_t c = 0; c < 4; ++c)
             if (c < channels)
               l3::store_element(window, layout,
                                 l3::output_element(layout, image.out_width, image.out_height,
-                                                   channels, ox, py, c),
+                                                   channels, ox, oy, c),
                                 v[i][c], a.mean[c], a.scale[c]);
         }
       }

@@ -35,11 +35,13 @@ struct LogPatch {
 };
 
 /// Pass 1 tables, one per sparse column. Flat columns (keys == nullptr): entry = value. Hash
-/// columns: 2^bits entries, keys[e] = value or kEmptySlot.
+/// columns: 2^bits entries, keys[e] = value or kEmptySlot. ids: a single pass's IDs per entry
+/// (CriteoPass1Setup::assign_ids), else nullptr.
 struct VocabTables {
   uint64_t* keys[kNumSparse];
   uint64_t* first[kNumSparse];
   uint64_t* count[kNumSparse];
+  int32_t* ids[kNumSparse];
   uint32_t bits[kNumSparse];
   FastMod mod[kNumSparse];
 };
@@ -90,13 +92,27 @@ void parse_lines(const uint8_t* text, const uint32_t* nl, uint32_t num_lines, ui
 /// entries claimed in hash columns.
 void vocab_insert(const RowSource& src, uint32_t max_rows, uint64_t key_base,
                   const VocabTables& tables, uint32_t* hash_sizes, cudaStream_t stream);
-/// Fills a new hash table (keys, first: kEmptySlot; count: 0) and moves the entries of the old one.
+/// Fills a new hash table (keys, first: kEmptySlot; count: 0) and moves the entries of the old one,
+/// with their IDs when ids is not null.
 void vocab_rehash(const uint64_t* old_keys, const uint64_t* old_first, const uint64_t* old_count,
-                  uint32_t old_bits, uint64_t* keys, uint64_t* first, uint64_t* count,
-                  uint32_t bits, cudaStream_t stream);
-/// Sets entries of a saved vocabulary: value i gets first = i and its count.
+                  const int32_t* old_ids, uint32_t old_bits, uint64_t* keys, uint64_t* first,
+                  uint64_t* count, int32_t* ids, uint32_t bits, cudaStream_t stream);
+/// Sets entries of a saved vocabulary: value i gets first = i, its count and, when ids is not
+/// null, the ID id_base + i.
 void vocab_seed(const uint32_t* values, const uint64_t* counts, uint32_t n, uint64_t* keys,
-                uint32_t bits, uint64_t* first, uint64_t* count, cudaStream_t stream);
+                uint32_t bits, uint64_t* first, uint64_t* count, int32_t* ids, int32_t id_base,
+                cudaStream_t stream);
+/// A single pass, after a chunk's vocab_insert (the same src, key_base): flags[j * stride + r] = 1
+/// where row r's value of column j is first seen in the chunk (its entry's first key is the row's
+/// key), 0 elsewhere, for r < stride (stride >= the valid rows, stride * 26 < 2^32).
+void vocab_flag_new(const RowSource& src, uint32_t stride, uint64_t key_base,
+                    const VocabTables& tables, uint8_t* flags, cudaStream_t stream);
+/// Then, with `positions` the flagged indices in order (vocab_select_used) and *num their number:
+/// gives each new value its ID, next_id[j] + its rank among the column's new values, in row
+/// order; then advances next_id[j] past them. No host synchronisation.
+void vocab_assign_ids(const RowSource& src, uint32_t stride, const uint32_t* positions,
+                      const uint32_t* num, const VocabTables& tables, int32_t* next_id,
+                      cudaStream_t stream);
 /// Marks used entries (first != kEmptySlot) of a table of n entries.
 void vocab_mark_used(const uint64_t* first, uint64_t n, uint8_t* flags, cudaStream_t stream);
 /// The temp bytes of vocab_select_used / vocab_sort_by_first for n entries.

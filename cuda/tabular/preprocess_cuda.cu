@@ -6,6 +6,10 @@
 //           valid rows (kept in device memory for pass 2, and/or copied back for --emit-binary)
 //   pass 2  H2D (or the rows kept from pass 1) -> lines -> rows -> select -> transform (Modulus,
 //           ApplyVocab, Neg2Zero, Logarithm: one thread per (row, field)) -> D2H of the arrays
+//   single  (CriteoPass1Setup::assign_ids) pass 1 up to GenVocab -> the chunk's new values get
+//   pass    their IDs (vocab_assign_ids) -> transform, reading the IDs from pass 1's tables -> D2H
+//           of the arrays: the copy back of chunk i overlaps the copy in of chunk i+1, and nothing
+//           is read twice
 //
 // Two slots, each with a stream, events and buffers, take chunks in turn: chunk i+1's copy in
 // overlaps chunk i's kernels, and chunk i-1's results are copied back and handed to the caller
@@ -203,6 +207,10 @@ struct Slot {
   DeviceArray<LogPatch> patches;
   DeviceArray<uint8_t> temp;
   size_t temp_bytes = 0;
+  // A single pass: the chunk's (column, row) flags of new values and their selected positions.
+  DeviceArray<uint8_t> new_flags, new_temp;
+  DeviceArray<uint32_t> new_positions, new_count;
+  size_t new_capacity = 0, new_temp_bytes = 0;
   DeviceArray<ChunkCounters> counters;
   PinnedArray<ChunkCounters> h_counters, h_init;
   PinnedArray<uint32_t> h_sizes, h_rows, h_dense, h_nl;
@@ -248,12 +256,14 @@ struct CriteoPreprocessorCuda::Impl {
     uint32_t bits = 0;  // hash columns
     uint64_t size = 0;  // hash columns: entries used after the last chained insert
     DeviceArray<uint64_t> keys, first, count;
+    DeviceArray<int32_t> ids;  // a single pass: each entry's ID
   };
   Column cols[kNumSparse];
   bool any_hash = false;
   DeviceArray<uint32_t> hash_sizes;
   uint64_t key_base = 0;
   int last_insert_slot = -1;
+  DeviceArray<int32_t> next_id;  // a single pass: per column, the ID of its next new value
 
   // Pass 1 -> pass 2: valid rows kept in device memory, per day, in chunks.
   struct KeptChunk {
@@ -275,7 +285,6 @@ struct CriteoPreprocessorCuda::Impl {
   LookupTables lookup{};
   DeviceArray<float> lut;  // dense_log of 0 .. kLogTableSize-1 for lut_offset (256 KB, kept)
   double lut_offset = 0;
-  bool lut_ready = false;
   DenseSetup dense{};
 
   explicit Impl(size_t bytes) {
@@ -292,8 +301,10 @@ struct CriteoPreprocessorCuda::Impl {
       s.h_init.reserve(1);
       s.h_sizes.reserve(kNumSparse);
       s.h_nl.reserve(2);
+      s.new_count.reserve(1);
     }
     hash_sizes.reserve(kNumSparse);
+    next_id.reserve(kNumSparse);
     // A pool of our own for the kept rows (stream-ordered allocations), which keeps its memory
     // between frees instead of returning it to the driver at every synchronisation.
     cudaMemPoolProps props{};
@@ -395,6 +406,24 @@ struct CriteoPreprocessorCuda::Impl {
     });
   }
 
+  // A single pass's flags and positions for chunks of up to `stride` valid rows.
+  void ensure_new_values(Slot& s, uint32_t stride) {
+    const size_t items = size_t{stride} * kNumSparse;
+    if (items <= s.new_capacity) return;
+    timed_alloc([&] {
+      const size_t n = with_slack(items, items * 2);
+      s.new_flags.reserve(n);
+      s.new_positions.reserve(n);
+      s.new_temp_bytes = vocab_extract_temp_bytes(n);
+      s.new_temp.reserve(s.new_temp_bytes);
+      s.new_capacity = n;
+    });
+  }
+
+  bool single_pass() const { return pass == 1 && p1.assign_ids; }
+  // Whether a chunk of pass `which` ends with the transformed arrays.
+  bool transforms(int which) const { return which == 2 || single_pass(); }
+
   // ---- the pipeline --------------------------------------------------------------------------
 
   Slot& acquire() {
@@ -423,7 +452,7 @@ struct CriteoPreprocessorCuda::Impl {
                   const CriteoChunkSink& sink) {
     Slot& s = acquire();
     ensure_text(s, bytes);
-    if (which == 2) ensure_outputs(s, rows_for_bytes(bytes), rows_for_bytes(chunk_bytes));
+    if (transforms(which)) ensure_outputs(s, rows_for_bytes(bytes), rows_for_bytes(chunk_bytes));
     start_chunk(s, 0, 0);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), text, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
@@ -449,7 +478,7 @@ struct CriteoPreprocessorCuda::Impl {
     const size_t bytes = count * tabular::kBinaryRowBytes;
     ensure_input(s, bytes);
     const auto n = static_cast<uint32_t>(count);
-    if (which == 2) ensure_outputs(s, n, kPass2PieceRows);
+    if (transforms(which)) ensure_outputs(s, n, kPass2PieceRows);
     start_chunk(s, n, n);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.text.get(), rows, bytes, cudaMemcpyHostToDevice, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));
@@ -480,7 +509,7 @@ struct CriteoPreprocessorCuda::Impl {
   void rows_chunks(int which, size_t day, const uint32_t* rows, size_t count,
                    const CriteoChunkSink& sink, bool stable) {
     size_t per = std::max<size_t>(chunk_bytes / tabular::kBinaryRowBytes, 1);
-    if (which == 2) per = std::min<size_t>(per, kPass2PieceRows);
+    if (transforms(which)) per = std::min<size_t>(per, kPass2PieceRows);
     for (size_t r = 0; r < count; r += per)
       rows_chunk(which, day, rows + r * kNumFields, std::min(per, count - r), sink, stable);
   }
@@ -499,7 +528,21 @@ struct CriteoPreprocessorCuda::Impl {
         }
       }
       if (any_hash) grow_tables(s, max_rows);
-      vocab_insert(src, max_rows, key_base, tables(), hash_sizes.get(), s.stream);
+      const VocabTables t = tables();
+      vocab_insert(src, max_rows, key_base, t, hash_sizes.get(), s.stream);
+      // A single pass: the chunk's new values get their IDs, then the transform reads them from
+      // the tables; both before the next chunk's insert (chained behind ev_inserted), which may
+      // regrow them. Valid rows are at most the lines and at most the row keys.
+      const auto stride = static_cast<uint32_t>(std::min<uint64_t>(max_rows, key_span));
+      if (single_pass() && stride > 0) {
+        ensure_new_values(s, stride);
+        vocab_flag_new(src, stride, key_base, t, s.new_flags.get(), s.stream);
+        vocab_select_used(s.new_flags.get(), uint64_t{stride} * kNumSparse, s.new_positions.get(),
+                          s.new_count.get(), s.new_temp.get(), s.new_temp_bytes, s.stream);
+        vocab_assign_ids(src, stride, s.new_positions.get(), s.new_count.get(), t, next_id.get(),
+                         s.stream);
+        transform(s, src, max_rows, single_pass_lookup());
+      }
       if (any_hash)
         DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_sizes.get(), hash_sizes.get(),
                                           kNumSparse * sizeof(uint32_t), cudaMemcpyDeviceToHost,
@@ -508,22 +551,26 @@ struct CriteoPreprocessorCuda::Impl {
       last_insert_slot = static_cast<int>(&s - slots);
     }
     if (which == 1) key_base += key_span;
-    if (which == 2 && max_rows > 0) {
-      transform_kernel<<<grid_for(uint64_t{max_rows} * kNumFields, kThreads), kThreads, 0,
-                         s.stream>>>(src, lookup, dense, s.labels.get(), s.dense.get(),
-                                     s.sparse.get(), s.patches.get(),
-                                     static_cast<uint32_t>(s.out_rows), s.counters.get());
-      DLPREP_CUDA_CHECK(cudaGetLastError());
-    }
+    if (which == 2) transform(s, src, max_rows, lookup);
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(s.h_counters.get(), s.counters.get(), sizeof(ChunkCounters),
                                       cudaMemcpyDeviceToHost, s.stream));
     DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_done, s.stream));
     // Rows that need no parse are all valid: their outputs go back at once, without waiting
     // for the host to come round to this slot again.
-    if (which == 2 && src.row_slot == nullptr) queue_outputs(s, max_rows);
+    if (transforms(which) && src.row_slot == nullptr) queue_outputs(s, max_rows);
     s.busy = true;
     s.seq = next_seq++;
     ++timings.chunks;
+  }
+
+  // Modulus, ApplyVocab (through `ids`), Neg2Zero and Logarithm into the slot's arrays.
+  void transform(Slot& s, const RowSource& src, uint32_t max_rows, const LookupTables& ids) {
+    if (max_rows == 0) return;
+    transform_kernel<<<grid_for(uint64_t{max_rows} * kNumFields, kThreads), kThreads, 0,
+                       s.stream>>>(src, ids, dense, s.labels.get(), s.dense.get(), s.sparse.get(),
+                                   s.patches.get(), static_cast<uint32_t>(s.out_rows),
+                                   s.counters.get());
+    DLPREP_CUDA_CHECK(cudaGetLastError());
   }
 
   // Copies the valid rows of a chunk, compacted, to `out` (device), on the slot's stream.
@@ -612,6 +659,7 @@ struct CriteoPreprocessorCuda::Impl {
     }
     if (p.pass == 1) {
       finish_pass1(s, p, r, n);
+      if (p1.assign_ids) finish_pass2(s, p, r, n, c.num_patches);
     } else {
       finish_pass2(s, p, r, n, c.num_patches);
       if (p.owned_rows != nullptr) {
@@ -698,7 +746,7 @@ struct CriteoPreprocessorCuda::Impl {
     } else {
       for (uint32_t i = 0; i < patches; ++i) {
         const LogPatch& q = s.h_patches.get()[i];
-        const float f = tabular::dense_log(q.x, p2.log_offset);
+        const float f = tabular::dense_log(q.x, dense.offset);
         std::memcpy(&dense_out[q.index], &f, 4);
       }
       timings.log_values_on_host += patches;
@@ -721,7 +769,7 @@ struct CriteoPreprocessorCuda::Impl {
       for (int k = 0; k < kNumDense; ++k) {
         const auto x = static_cast<int32_t>(rows[size_t{r} * kNumFields + kFirstDenseField + k]);
         if (x < tabular::kLogTableSize) continue;
-        const float f = tabular::dense_log(x, p2.log_offset);
+        const float f = tabular::dense_log(x, dense.offset);
         std::memcpy(&dense_out[size_t{r} * kNumDense + k], &f, 4);
         ++timings.log_values_on_host;
       }
@@ -735,10 +783,28 @@ struct CriteoPreprocessorCuda::Impl {
       t.keys[j] = cols[j].flat ? nullptr : cols[j].keys.get();
       t.first[j] = cols[j].first.get();
       t.count[j] = cols[j].count.get();
+      t.ids[j] = cols[j].ids.get();
       t.bits[j] = cols[j].bits;
       t.mod[j] = mod[j];
     }
     return t;
+  }
+
+  // A single pass's ApplyVocab: the IDs in pass 1's tables (flat: indexed by value).
+  LookupTables single_pass_lookup() const {
+    LookupTables l{};
+    for (int j = 0; j < kNumSparse; ++j) {
+      const Column& c = cols[j];
+      if (c.flat) {
+        l.flat[j] = c.ids.get();
+      } else {
+        l.keys[j] = c.keys.get();
+        l.ids[j] = c.ids.get();
+        l.bits[j] = c.bits;
+      }
+      l.mod[j] = mod[j];
+    }
+    return l;
   }
 
   // Before a chunk of up to `rows` rows: every hash table at most half full afterwards.
@@ -760,12 +826,15 @@ struct CriteoPreprocessorCuda::Impl {
       grown.keys.reserve(n);
       grown.first.reserve(n);
       grown.count.reserve(n);
-      vocab_rehash(c.keys.get(), c.first.get(), c.count.get(), c.bits, grown.keys.get(),
-                   grown.first.get(), grown.count.get(), bits, s.stream);
+      if (c.ids.get() != nullptr) grown.ids.reserve(n);
+      vocab_rehash(c.keys.get(), c.first.get(), c.count.get(), c.ids.get(), c.bits,
+                   grown.keys.get(), grown.first.get(), grown.count.get(), grown.ids.get(), bits,
+                   s.stream);
       // cudaFree (when the old arrays go) waits for the rehash; growth is geometric, so rare.
       c.keys.swap(grown.keys);
       c.first.swap(grown.first);
       c.count.swap(grown.count);
+      c.ids.swap(grown.ids);
       c.bits = bits;
     }
   }
@@ -773,13 +842,18 @@ struct CriteoPreprocessorCuda::Impl {
   void begin_pass1(const CriteoPass1Setup& setup) {
     flush();
     HostTimer t(timings.setup_ms);
+    if (setup.assign_ids && (!setup.build_vocab || setup.want_rows || setup.keep_rows))
+      throw Error(Errc::internal,
+                  "criteo-preprocess on cuda: a single pass only builds the vocabulary");
     pass = 1;
     p1 = setup;
     release_pass2();
+    if (setup.assign_ids) setup_dense(setup.int_dense, setup.apply_log, setup.log_offset);
     cudaStream_t st = slots[0].stream;
     any_hash = false;
     uint64_t seeded = 0;
     std::vector<uint32_t> sizes(kNumSparse, 0);
+    std::vector<int32_t> first_ids(kNumSparse, setup.id_base);
     for (int j = 0; j < kNumSparse; ++j) {
       Column& c = cols[j];
       mod[j] = FastMod(setup.modulus[j]);
@@ -788,6 +862,7 @@ struct CriteoPreprocessorCuda::Impl {
       c.keys.release();
       c.first.release();
       c.count.release();
+      c.ids.release();
       c.size = 0;
       c.bits = 0;
       const std::vector<uint32_t>* values = setup.seed_values[j];
@@ -808,6 +883,7 @@ struct CriteoPreprocessorCuda::Impl {
       }
       c.first.reserve(entries);
       c.count.reserve(entries);
+      if (setup.assign_ids) c.ids.reserve(entries);  // entries are read only once assigned
       fill_u64(c.first.get(), entries, kEmptySlot, st);
       DLPREP_CUDA_CHECK(cudaMemsetAsync(c.count.get(), 0, entries * sizeof(uint64_t), st));
       if (seed > 0) {
@@ -820,12 +896,15 @@ struct CriteoPreprocessorCuda::Impl {
         DLPREP_CUDA_CHECK(
             cudaMemcpyAsync(n.get(), counts->data(), seed * 8, cudaMemcpyHostToDevice, st));
         vocab_seed(v.get(), n.get(), static_cast<uint32_t>(seed), c.keys.get(), c.bits,
-                   c.first.get(), c.count.get(), st);
+                   c.first.get(), c.count.get(), c.ids.get(), setup.id_base, st);
         DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and n are freed
       }
       seeded = std::max<uint64_t>(seeded, seed);
+      first_ids[j] += static_cast<int32_t>(seed);
     }
     DLPREP_CUDA_CHECK(cudaMemcpyAsync(hash_sizes.get(), sizes.data(), kNumSparse * 4,
+                                      cudaMemcpyHostToDevice, st));
+    DLPREP_CUDA_CHECK(cudaMemcpyAsync(next_id.get(), first_ids.data(), kNumSparse * 4,
                                       cudaMemcpyHostToDevice, st));
     DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
     // Keys of new rows start above the saved vocabulary's indices.
@@ -921,6 +1000,7 @@ struct CriteoPreprocessorCuda::Impl {
       c.keys.release();
       c.first.release();
       c.count.release();
+      c.ids.release();
     }
     release_pass2();
     cudaStream_t st = slots[0].stream;
@@ -961,24 +1041,29 @@ struct CriteoPreprocessorCuda::Impl {
       }
       DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));  // before v and id are used again
     }
-    dense = DenseSetup{DenseMode::log, nullptr, setup.log_offset};
-    if (setup.int_dense) {
+    setup_dense(setup.int_dense, setup.apply_log, setup.log_offset);
+  }
+
+  // Neg2Zero and Logarithm as the pass's transform asks.
+  void setup_dense(bool int_dense, bool apply_log, double log_offset) {
+    dense = DenseSetup{DenseMode::log, nullptr, log_offset};
+    if (int_dense) {
       dense.mode = DenseMode::int32;
-    } else if (!setup.apply_log) {
+    } else if (!apply_log) {
       dense.mode = DenseMode::plain_float;
     } else {
       // The table of the CPU's fast path, made by the same function (once per offset: the
       // next run of a reused preprocessor has it).
-      if (!lut_ready || lut_offset != setup.log_offset) {
+      if (lut.get() == nullptr || lut_offset != log_offset) {
         std::vector<float> table(tabular::kLogTableSize);
         for (int32_t x = 0; x < tabular::kLogTableSize; ++x)
-          table[x] = tabular::dense_log(x, setup.log_offset);
+          table[x] = tabular::dense_log(x, log_offset);
         lut.reserve(table.size());
+        cudaStream_t st = slots[0].stream;
         DLPREP_CUDA_CHECK(
             cudaMemcpyAsync(lut.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice, st));
         DLPREP_CUDA_CHECK(cudaStreamSynchronize(st));
-        lut_offset = setup.log_offset;
-        lut_ready = true;
+        lut_offset = log_offset;
       }
       dense.lut = lut.get();
     }

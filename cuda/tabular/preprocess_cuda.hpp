@@ -56,6 +56,15 @@ struct CriteoPass1Setup {
   bool want_rows = false;
   bool keep_rows =
       false;  ///< keep each day's valid rows in device memory for pass 2, while they fit
+  /// A single pass (every ID final at first sight: no frequency threshold, no vocabulary given):
+  /// each chunk is also transformed as in pass 2, a value's ID being id_base plus its
+  /// first-appearance index, and its arrays are delivered as pass 2's are. Needs build_vocab;
+  /// not with want_rows or keep_rows.
+  bool assign_ids = false;
+  int32_t id_base = 0;
+  bool int_dense = false;  ///< with assign_ids, as CriteoPass2Setup's
+  bool apply_log = true;
+  double log_offset = tabular::kDefaultLogOffset;
   /// The vocabulary so far per column (values in first-appearance order and their counts); empty
   /// vectors for a fresh run. Read during begin_pass1 only.
   std::array<const std::vector<uint32_t>*, kCriteoColumns> seed_values{};

@@ -8,6 +8,9 @@
 // atomicAdd of the group's size and one atomicMin of its key. Zipf-like Criteo columns repeat
 // their few hot values in most rows, so this removes most of the contention on them.
 // Read back: mark used entries, select their slots, sort by first key (radix sort), gather.
+// A single pass: after a chunk's insert, flag the (row, column) positions whose entry's first key
+// is the row's own key, select them in column-major order (so each column's new values form a run
+// in row order, their first-appearance order) and number each run from the column's next ID.
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
@@ -83,8 +86,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 __global__ void vocab_rehash_kernel(const uint64_t* old_keys, const uint64_t* old_first,
-                                    const uint64_t* old_count, uint64_t old_n, uint64_t* keys,
-                                    uint64_t* first, uint64_t* count, uint32_t bits) {
+                                    const uint64_t* old_count, const int32_t* old_ids,
+                                    uint64_t old_n, uint64_t* keys, uint64_t* first,
+                                    uint64_t* count, int32_t* ids, uint32_t bits) {
   DeviceAtomics ops;
   for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < old_n;
        i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
@@ -95,11 +99,13 @@ __global__ void vocab_rehash_kernel(const uint64_t* old_keys, const uint64_t* ol
         vocab_hash_find_or_insert(keys, bits, static_cast<uint32_t>(k), ops, &inserted);
     first[e] = old_first[i];
     count[e] = old_count[i];
+    if (ids != nullptr) ids[e] = old_ids[i];
   }
 }
 
 __global__ void vocab_seed_kernel(const uint32_t* values, const uint64_t* counts, uint32_t n,
-                                  uint64_t* keys, uint32_t bits, uint64_t* first, uint64_t* count) {
+                                  uint64_t* keys, uint32_t bits, uint64_t* first, uint64_t* count,
+                                  int32_t* ids, int32_t id_base) {
   DeviceAtomics ops;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     uint64_t e = values[i];
@@ -109,7 +115,73 @@ __global__ void vocab_seed_kernel(const uint32_t* values, const uint64_t* counts
     }
     first[e] = i;  // a saved vocabulary's order is its indices; new rows' keys start above
     count[e] = counts[i];
+    if (ids != nullptr) ids[e] = id_base + static_cast<int32_t>(i);
   }
+}
+
+// The table entry of row r's value in column j (present: the chunk's insert put it there).
+__device__ inline int64_t entry_of(const RowSource& src, const VocabTables& t, uint32_t j,
+                                   uint32_t slot) {
+  const uint32_t v =
+      t.mod[j](src.rows[static_cast<size_t>(slot) * kNumFields + kFirstSparseField + j]);
+  return t.keys[j] != nullptr ? tabular::vocab_hash_find(t.keys[j], t.bits[j], v) : v;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    flag_new_kernel(RowSource src, uint32_t stride, uint64_t key_base, VocabTables t,
+                    uint8_t* flags) {
+  const uint32_t n = *src.num_good;
+  const uint64_t items = static_cast<uint64_t>(stride) * kNumSparse;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < items;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    const auto j = static_cast<uint32_t>(i / stride);
+    const auto r = static_cast<uint32_t>(i % stride);
+    uint8_t is_new = 0;
+    if (r < n) {
+      const uint32_t slot = src.row_slot != nullptr ? src.row_slot[r] : r;
+      const int64_t e = entry_of(src, t, j, slot);
+      is_new = e >= 0 && t.first[j][e] == row_key(key_base, slot) ? 1 : 0;
+    }
+    flags[i] = is_new;
+  }
+}
+
+// The first index of sorted[0, n) that is >= v.
+__device__ inline uint32_t lower_bound(const uint32_t* sorted, uint32_t n, uint64_t v) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (sorted[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// positions hold j * stride + r in increasing order: column j's new values are a run of it,
+// in row order, which is their first-appearance order.
+__global__ void __launch_bounds__(kThreads)
+    assign_ids_kernel(RowSource src, uint32_t stride, const uint32_t* positions,
+                      const uint32_t* num, VocabTables t, const int32_t* next_id) {
+  const uint32_t n = *num;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t p = positions[i];
+    const uint32_t j = p / stride, r = p % stride;
+    const uint32_t run_start = lower_bound(positions, n, uint64_t{j} * stride);
+    const uint32_t slot = src.row_slot != nullptr ? src.row_slot[r] : r;
+    const int64_t e = entry_of(src, t, j, slot);
+    if (e >= 0) t.ids[j][e] = next_id[j] + static_cast<int32_t>(i - run_start);
+  }
+}
+
+__global__ void advance_ids_kernel(uint32_t stride, const uint32_t* positions, const uint32_t* num,
+                                   int32_t* next_id) {
+  const uint32_t j = threadIdx.x;
+  if (j >= static_cast<uint32_t>(kNumSparse)) return;
+  const uint32_t n = *num;
+  next_id[j] += static_cast<int32_t>(lower_bound(positions, n, uint64_t{j + 1} * stride) -
+                                     lower_bound(positions, n, uint64_t{j} * stride));
 }
 
 __global__ void mark_used_kernel(const uint64_t* first, uint64_t n, uint8_t* flags) {
@@ -167,22 +239,44 @@ void vocab_insert(const RowSource& src, uint32_t max_rows, uint64_t key_base,
 }
 
 void vocab_rehash(const uint64_t* old_keys, const uint64_t* old_first, const uint64_t* old_count,
-                  uint32_t old_bits, uint64_t* keys, uint64_t* first, uint64_t* count,
-                  uint32_t bits, cudaStream_t stream) {
+                  const int32_t* old_ids, uint32_t old_bits, uint64_t* keys, uint64_t* first,
+                  uint64_t* count, int32_t* ids, uint32_t bits, cudaStream_t stream) {
   const uint64_t n = uint64_t{1} << bits, old_n = uint64_t{1} << old_bits;
   fill_u64(keys, n, kEmptySlot, stream);
   fill_u64(first, n, kEmptySlot, stream);
   DLPREP_CUDA_CHECK(cudaMemsetAsync(count, 0, n * sizeof(uint64_t), stream));
   vocab_rehash_kernel<<<grid_for(old_n, kThreads), kThreads, 0, stream>>>(
-      old_keys, old_first, old_count, old_n, keys, first, count, bits);
+      old_keys, old_first, old_count, old_ids, old_n, keys, first, count, ids, bits);
   DLPREP_CUDA_CHECK(cudaGetLastError());
 }
 
 void vocab_seed(const uint32_t* values, const uint64_t* counts, uint32_t n, uint64_t* keys,
-                uint32_t bits, uint64_t* first, uint64_t* count, cudaStream_t stream) {
+                uint32_t bits, uint64_t* first, uint64_t* count, int32_t* ids, int32_t id_base,
+                cudaStream_t stream) {
   if (n == 0) return;
   vocab_seed_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(values, counts, n, keys, bits,
-                                                                    first, count);
+                                                                    first, count, ids, id_base);
+  DLPREP_CUDA_CHECK(cudaGetLastError());
+}
+
+void vocab_flag_new(const RowSource& src, uint32_t stride, uint64_t key_base,
+                    const VocabTables& tables, uint8_t* flags, cudaStream_t stream) {
+  if (stride == 0) return;
+  flag_new_kernel<<<grid_for(uint64_t{stride} * kNumSparse, kThreads), kThreads, 0, stream>>>(
+      src, stride, key_base, tables, flags);
+  DLPREP_CUDA_CHECK(cudaGetLastError());
+}
+
+void vocab_assign_ids(const RowSource& src, uint32_t stride, const uint32_t* positions,
+                      const uint32_t* num, const VocabTables& tables, int32_t* next_id,
+                      cudaStream_t stream) {
+  if (stride == 0) return;
+  // Sized for the worst case (every position new); after the first chunks most threads find
+  // nothing to do.
+  assign_ids_kernel<<<grid_for(uint64_t{stride} * kNumSparse, kThreads, 1024), kThreads, 0,
+                      stream>>>(src, stride, positions, num, tables, next_id);
+  DLPREP_CUDA_CHECK(cudaGetLastError());
+  advance_ids_kernel<<<1, 32, 0, stream>>>(stride, positions, num, next_id);
   DLPREP_CUDA_CHECK(cudaGetLastError());
 }
 

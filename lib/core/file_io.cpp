@@ -245,6 +245,16 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(ByteSpan bytes) { write_all(fd_, bytes, target_); }
 
+void AtomicFile::write_at(uint64_t offset, ByteSpan bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw io_error(target_, "write failed", n < 0 ? errno : EIO);
+    bytes = bytes.subspan(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
 void AtomicFile::commit() {
   if (::close(fd_) != 0) {
     fd_ = -1;

@@ -61,6 +61,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
   /// Appends bytes. Throws Error(io) (e.g. disk full) naming the target.
   void write(ByteSpan bytes);
+  /// Overwrites bytes already written, at `offset` (a header whose counts are known only at the
+  /// end). Throws Error(io), also for a device or FIFO target.
+  void write_at(uint64_t offset, ByteSpan bytes);
   /// Flushes, fsyncs nothing (speed; rename is still atomic), closes and renames. Throws Error(io).
   void commit();
 

@@ -92,6 +92,10 @@ struct PreprocessOptions {
   /// Benchmarks: run pass 2 to the arrays in host memory but write no output files (nor
   /// state.json); the vocabulary and stats.json are still written.
   bool discard_outputs = false;
+  /// Read the inputs once where the backend can (CUDA) and every ID is final when its value is
+  /// first seen (min_freq <= 1, no vocab_from, split_last none, no emit_binary): pass 1 also
+  /// transforms and writes each day. Same outputs; false keeps two passes (benchmarks, tests).
+  bool single_pass = true;
   ProgressCallback progress;
   WarningCallback warning;
 };
@@ -115,6 +119,7 @@ struct PreprocessStats {
   double total_seconds = 0;
   bool vocab_reused = false;         ///< the checkpoint (or --vocab-from) replaced pass 1
   size_t days_resumed_in_pass1 = 0;  ///< days a partial pass-1 checkpoint let pass 1 skip
+  bool single_pass = false;          ///< the inputs were read once (PreprocessOptions::single_pass)
   /// Pass 2 read pass 1's decoded rows instead of the inputs (binary inputs: the mapping pass 1
   /// made, kept for it).
   bool decode_cache = false;

@@ -12,6 +12,12 @@
 //           Modulus, ApplyVocab, Neg2Zero and Logarithm; the blocks come back in order and are
 //           written through AtomicFile; the row count is known from pass 1, so .npy headers go
 //           first.
+//
+// A single pass replaces both where the backend can (CUDA) and every ID is final when its value
+// is first seen: id_base plus the first-appearance index, with no --min-freq above 1, no
+// --vocab-from, and no split of the last day (which needs its row count first). Each day is then
+// transformed as it is read and written at its end; a partial checkpoint records that the days
+// before it have their outputs, so that a rerun continues after them.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -172,13 +178,28 @@ class Run {
   InputChunk next_chunk(InputReader& reader);
   void pass1(bool build_vocab, size_t first_day = 0);
   void pass2();
-  void save_vocab(const json& pass1_fp, size_t days_done);
+  /// Whether the options and the backend allow a single pass (see the top of this file).
+  bool single_pass_allowed() const;
+  /// Whether a partial checkpoint of `done` days lets a single pass continue after them: it was
+  /// written by one with these output settings, and their outputs are all there.
+  bool single_pass_resumable(size_t done) const;
+  void single_pass(size_t first_day);
+  Pass2Setup pass2_setup() const;
+  /// What a day's outputs depend on beside the inputs and the vocabulary (state.json's "pass2").
+  json pass2_fingerprint() const;
+  /// The settings of a single pass's outputs, recorded in its partial checkpoints.
+  json single_pass_outputs() const;
+  std::vector<std::string> day_stems(size_t day) const;
+  bool outputs_exist(size_t day) const;
+  void save_state(const json& fp2, const std::vector<size_t>& days_done);
+  /// `outputs`: a single pass's settings when the days before days_done have their outputs.
+  void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
-  /// Both passes read every input: done_bytes_ of twice their size.
+  /// Each pass reads every input: done_bytes_ of passes_ times their size.
   void report_progress(const char* pass, size_t day) const {
     if (o_.progress)
       o_.progress(
-          ProgressEvent{pass, done_bytes_, total_input_bytes_ * 2, o_.inputs[day].string()});
+          ProgressEvent{pass, done_bytes_, total_input_bytes_ * passes_, o_.inputs[day].string()});
   }
   std::string stem(size_t day) const { return "day_" + std::to_string(day); }
   void report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base);
@@ -204,6 +225,8 @@ class Run {
   bool keep_maps_ = false;
   bool cache_has_indices_ = false;  // the decode cache holds first-appearance indices
   bool keep_rows_ = false;          // the backend may keep pass 1's rows for pass 2
+  uint64_t passes_ = 2;             // over the inputs: 1 for a single pass
+  json resumed_outputs_;            // the partial checkpoint's single-pass output settings
   double read_seconds_ = 0, write_seconds_ = 0;
   // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
   ReadBuffers read_buffers_;  // lent to every InputReader in turn
@@ -406,17 +429,17 @@ void Run::pass1(bool build_vocab, size_t first_day) {
   if (build_vocab) backend_->sync_vocab();
 }
 
-void Run::pass2() {
+Pass2Setup Run::pass2_setup() const {
   Pass2Setup setup;
   setup.modulus = modulus_;
   setup.stop_at_error = o_.on_bad_row == BadRowPolicy::error;
   setup.int_dense = o_.output_format == OutputFormat::dlrm;
   setup.apply_log = o_.apply_log && !setup.int_dense;
   setup.log_offset = o_.log_offset;
-  backend_->begin_pass2(setup, vocab_);
-  const bool discard = o_.discard_outputs;
+  return setup;
+}
 
-  // Pass-2 resume state: which days are complete under these exact output settings.
+json Run::pass2_fingerprint() const {
   json fp2 = {{"vocab_rows", stats_.rows},
               {"cardinality", stats_.cardinality},
               {"output_format", output_format_name(o_.output_format)},
@@ -436,6 +459,34 @@ void Run::pass2() {
   json inputs = json::array();
   for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));
   fp2["inputs"] = inputs;
+  return fp2;
+}
+
+std::vector<std::string> Run::day_stems(size_t day) const {
+  if (day + 1 < o_.inputs.size() || o_.split_last == SplitLast::none) return {stem(day)};
+  return o_.split_last == SplitLast::test_val ? std::vector<std::string>{"test", "val"}
+                                              : std::vector<std::string>{"val", "test"};
+}
+
+bool Run::outputs_exist(size_t day) const {
+  for (const auto& s : day_stems(day))
+    for (const auto& f : output_files(o_.output_format, o_.out_dir, s))
+      if (!fs::exists(f)) return false;
+  return true;
+}
+
+void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
+  json st = {{"schema", "dlprep.criteo-state/1"}, {"pass2", fp2}, {"days_done", days_done}};
+  PhaseTimer t(write_seconds_);
+  write_json(o_.out_dir / "state.json", st);
+}
+
+void Run::pass2() {
+  backend_->begin_pass2(pass2_setup(), vocab_);
+  const bool discard = o_.discard_outputs;
+
+  // Pass-2 resume state: which days are complete under these exact output settings.
+  const json fp2 = pass2_fingerprint();
   fs::path state_path = o_.out_dir / "state.json";
   std::vector<size_t> done_days;
   if (o_.resume && !discard && fs::exists(state_path)) {
@@ -451,26 +502,14 @@ void Run::pass2() {
 
   for (size_t day = 0; day < o_.inputs.size(); ++day) {
     DayStats& ds = stats_.days[day];
-    bool last = day + 1 == o_.inputs.size();
-    bool split = last && o_.split_last != SplitLast::none;
-    std::vector<std::string> stems;
-    if (split) {
-      stems = o_.split_last == SplitLast::test_val ? std::vector<std::string>{"test", "val"}
-                                                   : std::vector<std::string>{"val", "test"};
-    } else {
-      stems = {stem(day)};
-    }
-    if (std::find(done_days.begin(), done_days.end(), day) != done_days.end()) {
-      bool all = true;
-      for (const auto& s : stems)
-        for (const auto& f : output_files(o_.output_format, o_.out_dir, s))
-          all = all && fs::exists(f);
-      if (all) {
-        ds.skipped = true;
-        completed.push_back(day);
-        done_bytes_ += ds.input_bytes;
-        continue;
-      }
+    const std::vector<std::string> stems = day_stems(day);
+    const bool split = stems.size() == 2;
+    if (std::find(done_days.begin(), done_days.end(), day) != done_days.end() &&
+        outputs_exist(day)) {
+      ds.skipped = true;
+      completed.push_back(day);
+      done_bytes_ += ds.input_bytes;
+      continue;
     }
     std::unique_ptr<DayWriter> writer;
     if (!discard) {
@@ -541,13 +580,93 @@ void Run::pass2() {
     }
     if (discard) continue;
     completed.push_back(day);
-    json st = {{"schema", "dlprep.criteo-state/1"}, {"pass2", fp2}, {"days_done", completed}};
-    PhaseTimer t(write_seconds_);
-    write_json(state_path, st);
+    save_state(fp2, completed);
   }
 }
 
-void Run::save_vocab(const json& pass1_fp, size_t days_done) {
+bool Run::single_pass_allowed() const {
+  // IDs up to id_base + 2^30 - 1 (a hash column's table holds at most 2^30 values) fit in int32.
+  constexpr int64_t kMaxIdBase = int64_t{1} << 30;
+  return o_.single_pass && backend_->single_pass() && o_.output_format != OutputFormat::none &&
+         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary &&
+         o_.split_last == SplitLast::none && o_.id_base <= kMaxIdBase;
+}
+
+json Run::single_pass_outputs() const {
+  return {{"output_format", output_format_name(o_.output_format)},
+          {"id_base", o_.id_base},
+          {"apply_log", o_.apply_log},
+          {"log_offset", o_.log_offset}};
+}
+
+bool Run::single_pass_resumable(size_t done) const {
+  if (done == 0) return true;
+  if (resumed_outputs_ != single_pass_outputs()) return false;
+  for (size_t day = 0; day < done; ++day)
+    if (!outputs_exist(day)) return false;
+  return true;
+}
+
+void Run::single_pass(size_t first_day) {
+  passes_ = 1;
+  Pass1Setup setup;
+  setup.modulus = modulus_;
+  setup.stop_at_error = o_.on_bad_row == BadRowPolicy::error;
+  setup.assign_ids = true;
+  setup.id_base = static_cast<int32_t>(o_.id_base);
+  setup.transform = pass2_setup();
+  backend_->begin_pass1(setup, vocab_);
+  const bool discard = o_.discard_outputs;
+  for (size_t day = 0; day < first_day; ++day) stats_.days[day].skipped = true;
+  for (size_t day = first_day; day < o_.inputs.size(); ++day) {
+    std::optional<InputReader> reader_storage;
+    InputReader& reader = open_reader(reader_storage, day, false);
+    DayStats& ds = stats_.days[day];
+    ds.rows = ds.bad_rows = 0;
+    std::unique_ptr<DayWriter> writer;
+    if (!discard) {
+      PhaseTimer t(write_seconds_);
+      writer = open_day_writer(o_.output_format, o_.out_dir, stem(day), std::nullopt);
+    }
+    uint64_t lines = 0, last_bytes = 0;
+    PieceSink sink = [&](const PieceOutput& p) {
+      report_bad_rows(day, p.result, lines);
+      lines += p.result.lines;
+      ds.rows += p.result.rows;
+      ds.bad_rows += p.result.bad_rows;
+      if (p.result.rows == 0 || !writer) return;
+      PhaseTimer t(write_seconds_);
+      writer->write(p.block);
+    };
+    for (;;) {
+      InputChunk chunk = next_chunk(reader);
+      if (chunk.empty()) break;
+      backend_->pass1_chunk(day, chunk, sink, IndexRowsSink());
+      uint64_t now = reader.file_bytes();
+      done_bytes_ += now - last_bytes;
+      last_bytes = now;
+      check_memory("single pass");
+      report_progress("single pass", day);
+    }
+    backend_->flush();
+    ds.input_bytes = reader.file_bytes();
+    if (writer) {
+      PhaseTimer t(write_seconds_);
+      writer->commit();
+    }
+    // As pass 1's partial checkpoints, recording that the days before have their outputs.
+    if (o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
+        seconds_since(last_checkpoint_) >= o_.checkpoint_seconds) {
+      backend_->sync_vocab();
+      PhaseTimer t(write_seconds_);
+      save_vocab(pass1_fp_, day + 1, discard ? json() : single_pass_outputs());
+      last_checkpoint_ = Clock::now();
+    }
+  }
+  backend_->sync_vocab();
+}
+
+void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
   fs::path dir = o_.out_dir / "vocab";
   fs::create_directories(dir);
   for (int j = 0; j < kNumSparse; ++j) {
@@ -569,6 +688,7 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done) {
             {"days", days},
             {"days_done", days_done},
             {"pass1", pass1_fp}};
+  if (!outputs.is_null()) v["single_pass_outputs"] = outputs;
   // Written last. A crash between the arrays and this file leaves arrays whose lengths differ
   // from the recorded cardinalities, which load_vocab_from rejects.
   write_json(dir / "vocab.json", v);
@@ -584,6 +704,7 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
     size_t done = v.value("days_done", days.size());
     if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
     load_vocab_from(o_.out_dir / "vocab");
+    resumed_outputs_ = v.value("single_pass_outputs", json());
     for (size_t d = 0; d < done; ++d) {
       stats_.days[d].rows = days[d]["rows"].get<uint64_t>();
       stats_.days[d].bad_rows = days[d]["bad_rows"].get<uint64_t>();
@@ -758,7 +879,11 @@ PreprocessStats Run::run() {
     }
     stats_.days_resumed_in_pass1 = done;
     for (size_t d = 0; d < done; ++d) done_bytes_ += stats_.days[d].input_bytes;
-    pass1(true, done);
+    stats_.single_pass = single_pass_allowed() && single_pass_resumable(done);
+    if (stats_.single_pass)
+      single_pass(done);
+    else
+      pass1(true, done);
   }
   if (emit_) {
     PhaseTimer t(write_seconds_);
@@ -788,7 +913,16 @@ PreprocessStats Run::run() {
     stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
                                         static_cast<int32_t>(oov));
   }
-  if (pass2_runs) pass2();
+  if (stats_.single_pass) {
+    // A rerun finds every day done, as after pass 2.
+    if (!o_.discard_outputs) {
+      std::vector<size_t> all(o_.inputs.size());
+      for (size_t d = 0; d < all.size(); ++d) all[d] = d;
+      save_state(pass2_fingerprint(), all);
+    }
+  } else if (pass2_runs) {
+    pass2();
+  }
   backend_->flush();
   finished_ = true;  // nothing in flight: the backend may serve the Preprocessor's next run
   stats_.pass2_seconds = seconds_since(t2);
@@ -844,6 +978,7 @@ std::string PreprocessStats::to_json() const {
             {"phases", phases},
             {"vocab_reused", vocab_reused},
             {"days_resumed_in_pass1", days_resumed_in_pass1},
+            {"single_pass", single_pass},
             {"decode_cache", decode_cache},
             {"peak_rss_bytes", peak_rss_bytes},
             {"threads", threads},

@@ -41,7 +41,8 @@ struct PieceOutput {
   /// Pass 1 with Pass1Setup::want_rows: the result.rows decoded rows (40 words each, the binary
   /// row format); nullptr otherwise.
   const uint32_t* rows = nullptr;
-  /// Pass 2: the transformed rows (block.rows == result.rows).
+  /// Pass 2, or pass 1 with Pass1Setup::assign_ids: the transformed rows (block.rows ==
+  /// result.rows).
   RowBlock block;
 };
 
@@ -50,6 +51,14 @@ using PieceSink = std::function<void(const PieceOutput&)>;
 /// Pass 1 with Pass1Setup::index_rows: decoded rows whose 26 sparse words were replaced by the
 /// values' first-appearance indices (the CPU decode cache), in input order.
 using IndexRowsSink = std::function<void(const uint32_t* rows, size_t n)>;
+
+struct Pass2Setup {
+  std::array<uint32_t, kNumSparse> modulus{};
+  bool stop_at_error = true;
+  bool int_dense = false;  ///< the dlrm layout: int32 max(x, 0), no log
+  bool apply_log = true;   ///< float log(max(x, 0) + log_offset); false: float max(x, 0)
+  double log_offset = kDefaultLogOffset;
+};
 
 struct Pass1Setup {
   std::array<uint32_t, kNumSparse> modulus{};  ///< per column, 0 = none
@@ -60,14 +69,14 @@ struct Pass1Setup {
   /// The backend may keep each day's decoded rows for pass 2 (kept_day()); the CUDA backend
   /// keeps them in device memory while they fit.
   bool keep_rows = false;
-};
-
-struct Pass2Setup {
-  std::array<uint32_t, kNumSparse> modulus{};
-  bool stop_at_error = true;
-  bool int_dense = false;  ///< the dlrm layout: int32 max(x, 0), no log
-  bool apply_log = true;   ///< float log(max(x, 0) + log_offset); false: float max(x, 0)
-  double log_offset = kDefaultLogOffset;
+  /// A single pass (only when single_pass()): the chunks are also transformed as by pass 2 with
+  /// `transform`, each value's ID being id_base plus its first-appearance index, which is final
+  /// as soon as the value is first seen when no frequency threshold or given vocabulary applies;
+  /// the blocks come back in PieceOutput::block. Needs build_vocab; not with want_rows,
+  /// index_rows or keep_rows.
+  bool assign_ids = false;
+  int32_t id_base = 0;
+  Pass2Setup transform;
 };
 
 /// Where a backend's time went (CUDA: sums of CUDA-event intervals over both streams, which
@@ -98,6 +107,8 @@ class PreprocessBackend {
   virtual size_t default_chunk_bytes() const = 0;
   /// Whether pass 1 can produce index rows (Pass1Setup::index_rows) for a decode cache file.
   virtual bool host_decode_cache() const = 0;
+  /// Whether pass 1 can also transform (Pass1Setup::assign_ids), so that the inputs are read once.
+  virtual bool single_pass() const { return false; }
   /// Host memory for input chunks and preloaded inputs (pinned for a GPU backend).
   virtual HostBuffer allocate_host(size_t bytes) = 0;
 

@@ -164,6 +164,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   HostBuffer allocate_host(size_t bytes) override { return allocate_pageable(bytes); }
 
   void begin_pass1(const Pass1Setup& setup, std::vector<ColumnVocab>& vocab) override {
+    if (setup.assign_ids) throw Error(Errc::internal, "criteo-preprocess on cpu: no single pass");
     p1_ = setup;
     vocab_ = &vocab;
     for (int j = 0; j < kNumSparse; ++j) fastmod_[j] = FastMod(setup.modulus[j]);

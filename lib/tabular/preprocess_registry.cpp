@@ -52,6 +52,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     return cuda::CriteoPreprocessorCuda::default_chunk_bytes();
   }
   bool host_decode_cache() const override { return false; }
+  bool single_pass() const override { return true; }
   HostBuffer allocate_host(size_t bytes) override {
     return HostBuffer(cuda::criteo_alloc_pinned(bytes), bytes, &cuda::criteo_free_pinned);
   }
@@ -65,6 +66,11 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     s.stop_at_error = setup.stop_at_error;
     s.want_rows = setup.want_rows;
     s.keep_rows = setup.keep_rows;
+    s.assign_ids = setup.assign_ids;
+    s.id_base = setup.id_base;
+    s.int_dense = setup.transform.int_dense;
+    s.apply_log = setup.transform.apply_log;
+    s.log_offset = setup.transform.log_offset;
     for (int j = 0; j < kNumSparse; ++j) {
       if (setup.build_vocab && j < static_cast<int>(vocab.size())) {
         s.seed_values[j] = &vocab[j].values();

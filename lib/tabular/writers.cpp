@@ -12,26 +12,25 @@ namespace {
 
 ByteSpan as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>(p), n}; }
 
-void check_count(uint64_t written, uint64_t expected, const std::string& stem) {
-  if (written != expected) {
+void check_count(uint64_t written, std::optional<uint64_t> expected, const std::string& stem) {
+  if (expected && written != *expected) {
     throw Error(Errc::corrupt_data, stem + ": the input changed between the passes (" +
-                                        std::to_string(expected) + " rows in pass 1, " +
+                                        std::to_string(*expected) + " rows in pass 1, " +
                                         std::to_string(written) + " in pass 2)");
   }
 }
 
 class NpyWriter final : public DayWriter {
  public:
-  NpyWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+  NpyWriter(const fs::path& dir, const std::string& stem, std::optional<uint64_t> rows)
       : stem_(stem),
         expected_(rows),
         dense_(dir / (stem + "_dense.npy")),
         sparse_(dir / (stem + "_sparse.npy")),
         labels_(dir / (stem + "_labels.npy")) {
-    auto put = [](AtomicFile& f, const std::string& h) { f.write(as_bytes(h.data(), h.size())); };
-    put(dense_, npy_header("<f4", rows, kNumDense));
-    put(sparse_, npy_header("<i4", rows, kNumSparse));
-    put(labels_, npy_header("<i4", rows, 1));
+    // An unknown count is written as 0 and completed at commit.
+    put_headers(rows.value_or(0),
+                [](AtomicFile& f, const std::string& h) { f.write(as_bytes(h.data(), h.size())); });
   }
   void write(const RowBlock& b) override {
     dense_.write(as_bytes(b.dense, b.rows * kNumDense * 4));
@@ -41,21 +40,37 @@ class NpyWriter final : public DayWriter {
   }
   void commit() override {
     check_count(written_, expected_, stem_);
+    if (!expected_) {
+      const size_t placeholder = npy_header("<i4", 0, 1).size();
+      put_headers(written_, [&](AtomicFile& f, const std::string& h) {
+        if (h.size() != placeholder)
+          throw Error(Errc::internal, stem_ + ": the .npy header changed size");
+        f.write_at(0, as_bytes(h.data(), h.size()));
+      });
+    }
     dense_.commit();
     sparse_.commit();
     labels_.commit();
   }
 
  private:
+  template <class Put>
+  void put_headers(uint64_t rows, Put&& put) {
+    put(dense_, npy_header("<f4", rows, kNumDense));
+    put(sparse_, npy_header("<i4", rows, kNumSparse));
+    put(labels_, npy_header("<i4", rows, 1));
+  }
+
   std::string stem_;
-  uint64_t expected_, written_ = 0;
+  std::optional<uint64_t> expected_;
+  uint64_t written_ = 0;
   AtomicFile dense_, sparse_, labels_;
 };
 
 // DLRM/MLPerf-v1: int32 x 40 per row, no header.
 class DlrmWriter final : public DayWriter {
  public:
-  DlrmWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+  DlrmWriter(const fs::path& dir, const std::string& stem, std::optional<uint64_t> rows)
       : stem_(stem), expected_(rows), file_(dir / (stem + ".bin")) {}
   void write(const RowBlock& b) override {
     buf_.resize(b.rows * kNumFields);
@@ -75,7 +90,8 @@ class DlrmWriter final : public DayWriter {
 
  private:
   std::string stem_;
-  uint64_t expected_, written_ = 0;
+  std::optional<uint64_t> expected_;
+  uint64_t written_ = 0;
   AtomicFile file_;
   std::vector<uint32_t> buf_;
 };
@@ -83,7 +99,7 @@ class DlrmWriter final : public DayWriter {
 // NVIDIA split layout: one file per column group, no headers.
 class SplitWriter final : public DayWriter {
  public:
-  SplitWriter(const fs::path& dir, const std::string& stem, uint64_t rows)
+  SplitWriter(const fs::path& dir, const std::string& stem, std::optional<uint64_t> rows)
       : stem_(stem), expected_(rows) {
     fs::path d = dir / stem;
     label_ = std::make_unique<AtomicFile>(d / "label.bin");
@@ -110,7 +126,8 @@ class SplitWriter final : public DayWriter {
 
  private:
   std::string stem_;
-  uint64_t expected_, written_ = 0;
+  std::optional<uint64_t> expected_;
+  uint64_t written_ = 0;
   std::unique_ptr<AtomicFile> label_, numerical_;
   std::vector<std::unique_ptr<AtomicFile>> cat_;
   std::vector<int32_t> buf_;
@@ -170,7 +187,7 @@ std::vector<fs::path> output_files(OutputFormat format, const fs::path& out_dir,
 }
 
 std::unique_ptr<DayWriter> open_day_writer(OutputFormat format, const fs::path& out_dir,
-                                           const std::string& stem, uint64_t rows) {
+                                           const std::string& stem, std::optional<uint64_t> rows) {
   switch (format) {
     case OutputFormat::npy:
       return std::make_unique<NpyWriter>(out_dir, stem, rows);

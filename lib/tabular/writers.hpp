@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,9 @@ struct RowBlock {
   size_t rows = 0;
 };
 
-/// Writes one day's outputs. The row count is known in advance (from pass 1), so .npy headers are
-/// written first; commit() checks that exactly that many rows arrived, then renames every file.
+/// Writes one day's outputs. When the row count is known in advance (two passes: from pass 1),
+/// commit() checks that exactly that many rows arrived; otherwise (a single pass) it completes the
+/// .npy headers with the count, which never changes their 128 bytes. Then it renames every file.
 class DayWriter {
  public:
   virtual ~DayWriter() = default;
@@ -35,10 +37,10 @@ std::vector<std::filesystem::path> output_files(OutputFormat format,
                                                 const std::filesystem::path& out_dir,
                                                 const std::string& stem);
 
-/// Opens the writer of `format` for `rows` rows. Throws Error(io).
+/// Opens the writer of `format` for `rows` rows (nullopt: as many as arrive). Throws Error(io).
 std::unique_ptr<DayWriter> open_day_writer(OutputFormat format,
                                            const std::filesystem::path& out_dir,
-                                           const std::string& stem, uint64_t rows);
+                                           const std::string& stem, std::optional<uint64_t> rows);
 
 /// Sends the first `first_rows` rows to `first` and the rest to `second` (the split last day).
 std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,

@@ -10,14 +10,14 @@
 //   The CUDA figures of BENCHMARKS.md, per input (binary rows first, whose target is the highest,
 //   then UTF-8, then gzip): the CUDA outputs are first checked byte-equal to the CPU backend's;
 //   then, median of --repeats, from the input in pinned host memory to the arrays back in host
-//   memory, both passes (preloaded, outputs discarded: stats' compute seconds), the target row,
-//   with a fresh backend each run (every buffer allocated again, as one CLI run does) and with one
-//   tabular::Preprocessor across the runs (buffers and the device memory of the kept rows kept,
-//   as a long-lived process does), and for binary rows with pass 2 copying them in again instead
-//   of keeping them on the device; then, median of --e2e-repeats (3), writing the arrays to disk on
-//   its own (stats' write seconds), and file to disk end to end next to the CPU backend's in the
-//   same run. Progress on stderr with the seconds elapsed, so that a run stopped at a time limit
-//   shows where its time went. Exits 77 when no CUDA device is usable.
+//   memory (preloaded, outputs discarded: stats' compute seconds), the target row, in a single
+//   pass with a fresh backend each run (every buffer allocated again, as one CLI run does); then
+//   the same in two passes (rows kept on the device for pass 2), with one tabular::Preprocessor
+//   across the runs (buffers kept, as a long-lived process does), and for binary rows in two
+//   passes with pass 2 copying them in again; then, median of --e2e-repeats (3), writing the arrays
+//   to disk on its own (stats' write seconds), and file to disk end to end next to the CPU
+//   backend's in the same run. Progress on stderr with the seconds elapsed, so that a run stopped
+//   at a time limit shows where its time went. Exits 77 when no CUDA device is usable.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -172,45 +172,52 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   if (chk.rows != ref.rows || !same_dirs(scratch / "cpu", scratch / "cuda")) return 3;
   progress(clock, label.c_str(), "outputs equal to the CPU backend's");
   const double rows = static_cast<double>(ref.rows);
-  // 2. Pinned host memory -> arrays back in host memory, both passes: on a fresh backend each
-  // run (`reuse` null) or on one kept between runs, rows kept on the device for pass 2 or not.
+  // 2. Pinned host memory -> arrays back in host memory: on a fresh backend each run (`reuse`
+  // null) or on one kept between runs; in a single pass, or in two with the rows kept on the
+  // device for pass 2 or copied in again.
   tabular::PreprocessStats last;
   std::vector<double> preload_s;  // reading the input into pinned memory: not timed, but paid
-  auto in_memory = [&](const TimingParams& p, tabular::Preprocessor* reuse, bool keep_rows) {
+  enum class Passes { single, two_kept, two_reread };
+  auto in_memory = [&](const TimingParams& p, tabular::Preprocessor* reuse, Passes passes) {
     return measure_self_timed(p, [&](bool) {
       fs::remove_all(scratch / "mem");
       tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
       o.preload_inputs = true;
       o.discard_outputs = true;
-      if (!keep_rows) o.decode_cache = tabular::DecodeCache::off;
+      o.single_pass = passes == Passes::single;
+      if (passes == Passes::two_reread) o.decode_cache = tabular::DecodeCache::off;
       last = reuse != nullptr ? reuse->run(o) : tabular::preprocess(o);
       preload_s.push_back(last.preload_seconds);
       return last.compute_seconds;
     });
   };
-  auto compute = in_memory(params, nullptr, true);
+  auto compute = in_memory(params, nullptr, Passes::single);
   tabular::PreprocessStats mem = last;
   progress(clock, label.c_str(),
            "pinned memory -> host arrays timed (%zu runs with the warm-up; reading the input "
            "into pinned memory, untimed: median %.2f s a run)",
            preload_s.size(), median(preload_s));
-  // 2b. The same on one Preprocessor: the warm-up run allocates, the timed ones reuse. At most 5
-  // (each run reads the input into pinned memory first: about 1 s per 1.6 GB on the H100 host).
+  // 2b. The variants, at most 5 runs each (each run reads the input into pinned memory first:
+  // about 1 s per 1.6 GB on the H100 host). Two passes, as before the single pass: what it saves.
   TimingParams few = params;
   few.repeats = std::min(params.repeats, 5u);
+  const TimingStats two = in_memory(few, nullptr, Passes::two_kept);
+  const tabular::PreprocessStats two_mem = last;
+  progress(clock, label.c_str(), "the same in two passes timed");
+  // 2c. On one Preprocessor: the warm-up run allocates, the timed ones reuse.
   tabular::Preprocessor reused;
-  const TimingStats warm = in_memory(few, &reused, true);
+  const TimingStats warm = in_memory(few, &reused, Passes::single);
   const tabular::PreprocessStats warm_mem = last;
   progress(clock, label.c_str(), "the same on a reused backend timed");
-  // 2c. Binary rows: the same with pass 2 copying the rows in again from pinned memory instead of
-  // keeping them on the device (no device memory for them to allocate; the copy in runs while
+  // 2d. Binary rows in two passes, pass 2 copying the rows in again from pinned memory instead
+  // of keeping them on the device (no device memory for them to allocate; the copy in runs while
   // the copy back does, in the other direction).
   TimingStats reread{};
   tabular::PreprocessStats reread_mem;
   if (binary) {
-    reread = in_memory(few, nullptr, false);
+    reread = in_memory(few, nullptr, Passes::two_reread);
     reread_mem = last;
-    progress(clock, label.c_str(), "the same with the rows copied in again for pass 2 timed");
+    progress(clock, label.c_str(), "two passes with the rows copied in again for pass 2 timed");
   }
   // 3. The same with the arrays written to disk: the write phase alone.
   double compute_with_writes = 0;
@@ -237,8 +244,9 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   TimingStats cpu_e2e = e2e(Device::cpu, "e2e_cpu");
   progress(clock, label.c_str(), "end to end timed");
   std::printf("%-10s %-44s %9.4f %9.4f %12.0f\n", label.c_str(),
-              "cuda pinned memory -> host arrays, 2 passes", compute.median_s, compute.min_s,
-              compute.median_rate(rows));
+              mem.single_pass ? "cuda pinned memory -> host arrays, 1 pass"
+                              : "cuda pinned memory -> host arrays, 2 passes",
+              compute.median_s, compute.min_s, compute.median_rate(rows));
   std::printf(
       "%-10s %-44s %9.4f %9.4f %12s   (h2d %.4f, kernels %.4f, d2h %.4f s summed; "
       "%llu chunks; rows kept on the device: %s; %llu logs on the host)\n",
@@ -267,8 +275,9 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
         m.setup_seconds, m.h2d_seconds, m.kernel_seconds, m.d2h_seconds, m.pass1_seconds,
         m.pass2_seconds);
   };
+  variant("  the same in two passes, rows kept on device", two, two_mem);
   variant("  the same, backend reused across runs", warm, warm_mem);
-  if (binary) variant("  the same, pass 2 copying the rows in again", reread, reread_mem);
+  if (binary) variant("  two passes, pass 2 copying the rows in again", reread, reread_mem);
   std::printf("%-10s %-44s %9.4f %9.4f %12.0f   (compute with writes %.4f s)\n", "",
               "cuda writing the arrays to disk (npy)", writes.median_s, writes.min_s,
               writes.median_rate(rows), compute_with_writes);

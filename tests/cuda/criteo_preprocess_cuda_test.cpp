@@ -53,6 +53,9 @@ std::string last_error;  // the error both runs of the last case stopped with ("
 // When set, the device side of each case runs on it (its backend kept from case to case).
 Preprocessor* reused = nullptr;
 
+// A progress event of the pass that reads the inputs first (pass 1 of two, or a single pass).
+bool reads_inputs(const ProgressEvent& e) { return e.what == "pass 1" || e.what == "single pass"; }
+
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -146,12 +149,21 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
            "%s: host times setup %.6f + wait %.6f + alloc %.6f s beyond the passes' %.6f s",
            name.c_str(), s2.setup_seconds, s2.wait_seconds, s2.alloc_seconds,
            s2.pass1_seconds + s2.pass2_seconds);
+  // The CUDA backend reads the inputs once whenever the options allow it; the CPU never does.
+  const bool single = s2.device == "cuda" && c.single_pass && c.min_freq <= 1 && !c.vocab_from &&
+                      !c.emit_binary && c.split_last == SplitLast::none &&
+                      c.output_format != OutputFormat::none;
+  EXPECT(s2.single_pass == single && !s1.single_pass, "%s: single pass %d, expected %d",
+         name.c_str(), s2.single_pass, single);
   std::printf(
-      "ok   %-34s %9llu rows  %s %.3f s (compute %.3f, %llu device chunks, rows kept "
-      "for pass 2: %s, %llu logs on host)\n",
+      "ok   %-34s %9llu rows  %s %.3f s (compute %.3f, %llu device chunks, %s, %llu logs on "
+      "host)\n",
       name.c_str(), static_cast<unsigned long long>(s2.rows), device_name.c_str(), s2.total_seconds,
       s2.compute_seconds, static_cast<unsigned long long>(s2.device_chunks),
-      s2.decode_cache ? "yes" : "no", static_cast<unsigned long long>(s2.log_values_on_host));
+      s2.single_pass    ? "single pass"
+      : s2.decode_cache ? "rows kept for pass 2"
+                        : "pass 2 re-read",
+      static_cast<unsigned long long>(s2.log_values_on_host));
   std::fflush(stdout);
   return s2;
 }
@@ -315,6 +327,15 @@ void run_all() {
     both("gen_discarded_outputs", o);
   }
   {
+    // Two passes where one would do: the two-pass path of the CUDA backend stays covered.
+    PreprocessOptions o = opts({g1, g2});
+    o.single_pass = false;
+    o.chunk_bytes = 64 << 10;
+    both("gen_two_passes", o);
+    o.modulus.fill(0);
+    both("gen_hash_two_passes", o);
+  }
+  {
     PreprocessOptions o = opts({g1}, 0);
     o.min_freq = 2;
     o.id_base = 2;
@@ -339,7 +360,9 @@ void run_all() {
     both("bin_rows", b);
     b.chunk_bytes = 64 << 10;
     both("bin_rows_chunk64k", b);
-    b.preload_inputs = true;  // pass 2 copies the pinned rows in again (criteo_bench --cuda)
+    b.preload_inputs = true;  // the rows' copies queued back to back (stable chunks)
+    both("bin_rows_preloaded", b);
+    b.single_pass = false;  // pass 2 copies the pinned rows in again (criteo_bench --cuda)
     b.decode_cache = DecodeCache::off;
     both("bin_rows_preloaded_reread", b);
     PreprocessOptions m = opts({data / "rows.bin", g2}, 0);
@@ -390,23 +413,34 @@ void run_all() {
     both("wide_values_nolog", n);
   }
 
-  // A vocabulary continued from a pass-1 checkpoint (the device tables seeded from it).
+  // A vocabulary continued from a partial checkpoint (the device tables seeded from it). A single
+  // pass continues after the days whose outputs its checkpoint records; a checkpoint of two
+  // passes, or one whose outputs are gone, resumes pass 1 and runs pass 2 over every day.
   {
     fs::path dir = fresh("resume");
     std::vector<fs::path> days = {g2, deepctr, nvt, edge};
-    for (uint32_t m : {5000u, 0u}) {
-      PreprocessOptions clean = opts(days, m);
+    struct Variant {
+      const char* name;
+      uint32_t modulus;
+      bool first_single;  // the interrupted run may read its inputs once
+      bool lose_output;   // day 0's outputs deleted before the rerun
+    };
+    for (const Variant& v :
+         {Variant{"resume_m5000", 5000, true, false}, Variant{"resume_m0", 0, true, false},
+          Variant{"resume_after_two_passes", 5000, false, false},
+          Variant{"resume_outputs_lost", 0, true, true}}) {
+      PreprocessOptions clean = opts(days, v.modulus);
       clean.device = Device::cpu;
-      clean.out_dir = dir / ("clean" + std::to_string(m));
+      clean.out_dir = dir / (std::string(v.name) + "_clean");
       preprocess(clean);
-      PreprocessOptions o = opts(days, m);
+      PreprocessOptions o = opts(days, v.modulus);
       o.device = device;
-      o.out_dir = dir / ("out" + std::to_string(m));
+      o.out_dir = dir / v.name;
       o.resume = true;
       o.checkpoint_seconds = 0;
+      o.single_pass = v.first_single;
       o.progress = [&](const ProgressEvent& e) {
-        if (e.what == "pass 1" && e.item == days[2].string())
-          throw Error(Errc::interrupted, "stop");
+        if (reads_inputs(e) && e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
       };
       bool stopped = false;
       try {
@@ -414,13 +448,25 @@ void run_all() {
       } catch (const Error&) {
         stopped = true;
       }
-      EXPECT(stopped, "the interruption did not happen");
+      EXPECT(stopped, "%s: the interruption did not happen", v.name);
+      if (v.lose_output) fs::remove(o.out_dir / "day_0_sparse.npy");
       o.progress = nullptr;
+      o.single_pass = true;
       PreprocessStats s = preprocess(o);
-      EXPECT(s.days_resumed_in_pass1 == 2, "resumed %zu days", s.days_resumed_in_pass1);
+      EXPECT(s.days_resumed_in_pass1 == 2, "%s: resumed %zu days", v.name, s.days_resumed_in_pass1);
+      const bool single = s.device == "cuda" && v.first_single && !v.lose_output;
+      EXPECT(s.single_pass == single, "%s: single pass %d", v.name, s.single_pass);
+      EXPECT(s.days[0].skipped == single && s.days[2].skipped == false, "%s: days skipped %d %d",
+             v.name, s.days[0].skipped, s.days[2].skipped);
       ++cases;
-      compare_dirs("resume_m" + std::to_string(m), clean.out_dir, o.out_dir);
-      std::printf("ok   resume_m%u\n", m);
+      compare_dirs(v.name, clean.out_dir, o.out_dir);
+      // Complete: a rerun reuses everything.
+      s = preprocess(o);
+      bool all_skipped = s.vocab_reused;
+      for (const DayStats& d : s.days) all_skipped = all_skipped && d.skipped;
+      EXPECT(all_skipped, "%s: a rerun of the complete run did work again", v.name);
+      compare_dirs(v.name, clean.out_dir, o.out_dir);
+      std::printf("ok   %-34s %s\n", v.name, single ? "single pass" : "two passes");
     }
   }
 
@@ -454,6 +500,9 @@ void run_all() {
     PreprocessOptions offset = text;  // another log table than the run before
     offset.log_offset = 3;
     both("reuse_log_offset3", offset);
+    PreprocessOptions two = offset;  // the two-pass tables after a single pass's, and back
+    two.single_pass = false;
+    both("reuse_two_passes", two);
     PreprocessOptions bin = opts({data / "rows.bin"}, 0);
     bin.input_format = InputFormat::bin;
     both("reuse_bin_rows_hashed", bin);
@@ -469,7 +518,7 @@ void run_all() {
     stop.device = device;
     stop.out_dir = fresh("reuse_interrupted");
     stop.progress = [&](const ProgressEvent& e) {
-      if (e.what == "pass 1" && e.item == nvt.string()) throw Error(Errc::interrupted, "stop");
+      if (reads_inputs(e) && e.item == nvt.string()) throw Error(Errc::interrupted, "stop");
     };
     bool stopped = false;
     try {

@@ -12,7 +12,10 @@
 //   B  stop at the first bad row; no modulus; pass 2 reads the text again; IDs from 0, OOV past
 //      the last ID, log(x + 1);
 //   C  the same bytes as binary rows (whole 160-byte rows; none: skipped), where every word is
-//      valid: moduli 1,000 and none, IDs from 1, OOV 0, log(x + 1).
+//      valid: moduli 1,000 and none, IDs from 1, OOV 0, log(x + 1);
+//   D  A's moduli and bad rows skipped, IDs from 2, log(x + 3), no threshold: the CUDA backend in
+//      a single pass (Pass1Setup::assign_ids), the CPU in two;
+//   E  C's binary rows in a single pass on CUDA.
 // The backends must agree on everything: line, row and bad-row counts, the first bad line and
 // its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
 // pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
@@ -41,6 +44,7 @@ struct Config {
   bool binary = false;  // the input is binary rows (40 words each), not text
   bool stop_at_error = false;
   bool keep_rows = false;
+  bool single_pass = false;  // CUDA: IDs assigned and rows transformed in pass 1
   std::array<uint32_t, kNumSparse> modulus{};
   uint64_t min_freq = 1;
   int64_t id_base = 0;
@@ -80,6 +84,12 @@ void add_piece(Totals& t, const PieceOutput& p, bool stop_at_error) {
   t.bad_rows += p.result.bad_rows;
 }
 
+void add_block(Outcome& o, const RowBlock& r) {
+  o.labels.insert(o.labels.end(), r.labels, r.labels + r.rows);
+  o.dense.insert(o.dense.end(), r.dense, r.dense + r.rows * kNumDense);
+  o.sparse.insert(o.sparse.end(), r.sparse, r.sparse + r.rows * kNumSparse);
+}
+
 void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const Config& c,
                 Outcome& o) {
   // The chunk in the backend's own host memory (pinned for CUDA), with the readable padding
@@ -95,15 +105,27 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
 
   std::vector<ColumnVocab> vocab;
   for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
+  Pass2Setup s2;
+  s2.modulus = c.modulus;
+  s2.stop_at_error = c.stop_at_error;
+  s2.log_offset = c.log_offset;
   Pass1Setup s1;
   s1.modulus = c.modulus;
   s1.stop_at_error = c.stop_at_error;
-  s1.want_rows = true;
+  s1.want_rows = !c.single_pass;  // a single pass hands back no decoded rows
   s1.keep_rows = c.keep_rows;
+  const bool single = c.single_pass && b.single_pass();
+  if (single) {
+    s1.assign_ids = true;
+    s1.id_base = static_cast<int32_t>(c.id_base);
+    s1.transform = s2;
+  }
   b.begin_pass1(s1, vocab);
   auto sink1 = [&](const PieceOutput& p) {
     add_piece(o.pass1, p, c.stop_at_error);
-    o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
+    if (p.rows != nullptr)
+      o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
+    if (single) add_block(o, p.block);
   };
   b.pass1_chunk(0, chunk, sink1, {});
   b.flush();
@@ -118,11 +140,11 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
     }
     vocab[j].finalize(c.min_freq, c.id_base, static_cast<int32_t>(oov));
   }
+  if (single) {
+    o.pass2 = o.pass1;  // what a second pass over the same bytes counts
+    return;
+  }
 
-  Pass2Setup s2;
-  s2.modulus = c.modulus;
-  s2.stop_at_error = c.stop_at_error;
-  s2.log_offset = c.log_offset;
   b.begin_pass2(s2, vocab);
   auto sink2 = [&](const PieceOutput& p) {
     // Rows kept on the device come back without the bad lines between them, which pass 1
@@ -131,10 +153,7 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
       o.pass2.rows += p.result.rows;
     else
       add_piece(o.pass2, p, c.stop_at_error);
-    const RowBlock& r = p.block;
-    o.labels.insert(o.labels.end(), r.labels, r.labels + r.rows);
-    o.dense.insert(o.dense.end(), r.dense, r.dense + r.rows * kNumDense);
-    o.sparse.insert(o.sparse.end(), r.sparse, r.sparse + r.rows * kNumSparse);
+    add_block(o, p.block);
   };
   if (b.kept_day(0))
     b.pass2_kept_day(0, sink2);
@@ -215,6 +234,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Config b;
   b.stop_at_error = true;
   check(text, b, "B");
+  Config d = a;
+  d.keep_rows = false;
+  d.single_pass = true;
+  d.min_freq = 1;
+  check(text, d, "D");
   // The same bytes as binary rows: every word is valid there, so extreme values reach pass 2's
   // Neg2Zero and Logarithm, whose float results must match the CPU's bit for bit.
   const std::vector<uint8_t> rows(data, data + size / kBinaryRowBytes * kBinaryRowBytes);
@@ -225,5 +249,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bin.id_base = 1;
   bin.oov_id = 0;
   check(rows, bin, "C");
+  bin.single_pass = true;
+  check(rows, bin, "E");
   return 0;
 }

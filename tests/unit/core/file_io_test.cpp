@@ -71,6 +71,18 @@ TEST_CASE("an AtomicFile destroyed without commit leaves nothing behind") {
   CHECK(fs::is_empty(dir));
 }
 
+TEST_CASE("AtomicFile::write_at overwrites bytes already written, before the rename") {
+  fs::path dir = scratch("write_at");
+  AtomicFile f(dir / "out.bin");
+  f.write(Bytes(8, 1));
+  f.write(Bytes(4, 2));
+  f.write_at(2, Bytes{9, 9, 9});
+  CHECK(!fs::exists(dir / "out.bin"));
+  f.write(Bytes{3});  // still appends at the end
+  f.commit();
+  CHECK(read_file(dir / "out.bin") == Bytes{1, 1, 9, 9, 9, 1, 1, 1, 2, 2, 2, 2, 3});
+}
+
 TEST_CASE("reading a missing file throws an io error naming the path") {
   try {
     read_file("/nonexistent/dlprep/file.png");

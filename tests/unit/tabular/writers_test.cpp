@@ -1,0 +1,83 @@
+#include "tabular/writers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "tabular/npy_format.hpp"
+
+using namespace dlprep;
+using namespace dlprep::tabular;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh(const std::string& name) {
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "writers" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// `rows` rows with distinct values in every field, written in blocks of at most 3 rows.
+void write_rows(DayWriter& w, size_t rows) {
+  std::vector<int32_t> labels(rows), sparse(rows * kNumSparse);
+  std::vector<uint32_t> dense(rows * kNumDense);
+  std::iota(labels.begin(), labels.end(), 0);
+  std::iota(sparse.begin(), sparse.end(), 1000);
+  std::iota(dense.begin(), dense.end(), 0x3f800000u);
+  for (size_t r = 0; r < rows; r += 3) {
+    const size_t n = std::min<size_t>(3, rows - r);
+    w.write(RowBlock{labels.data() + r, dense.data() + r * kNumDense,
+                     sparse.data() + r * kNumSparse, n});
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a day written without its row count is the same as one written with it") {
+  for (OutputFormat format : {OutputFormat::npy, OutputFormat::dlrm, OutputFormat::split}) {
+    for (size_t rows : {size_t{0}, size_t{1}, size_t{7}}) {
+      CAPTURE(static_cast<int>(format));
+      CAPTURE(rows);
+      const fs::path known = fresh("known"), deferred = fresh("deferred");
+      auto a = open_day_writer(format, known, "day_0", rows);
+      write_rows(*a, rows);
+      a->commit();
+      auto b = open_day_writer(format, deferred, "day_0", std::nullopt);
+      write_rows(*b, rows);
+      CHECK(!fs::exists(output_files(format, deferred, "day_0")[0]));  // nothing before commit
+      b->commit();
+      const auto files = output_files(format, known, "day_0");
+      const auto others = output_files(format, deferred, "day_0");
+      REQUIRE(files.size() == others.size());
+      for (size_t i = 0; i < files.size(); ++i) CHECK(read_file(files[i]) == read_file(others[i]));
+      if (format == OutputFormat::npy) {
+        NpyArray sparse = read_npy(deferred / "day_0_sparse.npy");
+        CHECK(sparse.rows == rows);
+        CHECK(sparse.cols == static_cast<uint64_t>(kNumSparse));
+      }
+    }
+  }
+}
+
+TEST_CASE("a day whose rows differ from its announced count is not committed") {
+  const fs::path dir = fresh("mismatch");
+  auto w = open_day_writer(OutputFormat::npy, dir, "day_0", 5);
+  write_rows(*w, 4);
+  try {
+    w->commit();
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+    CHECK(std::string(e.what()).find("5 rows in pass 1, 4 in pass 2") != std::string::npos);
+  }
+  w.reset();
+  CHECK(fs::is_empty(dir));
+}

@@ -177,6 +177,11 @@ class Run {
   InputReader& open_reader(std::optional<InputReader>& storage, size_t day, bool cached);
   InputChunk next_chunk(InputReader& reader);
   void pass1(bool build_vocab, size_t first_day = 0);
+  /// Pass 1 (or a single pass) over day `day`: every chunk to the backend, then its flush.
+  void read_day(InputReader& reader, size_t day, const char* pass, const PieceSink& sink,
+                const IndexRowsSink& index_sink);
+  /// The partial checkpoint after day `day`, when one is due; `outputs` as save_vocab's.
+  void checkpoint_after(size_t day, const json& outputs);
   void pass2();
   /// Whether the options and the backend allow a single pass (see the top of this file).
   bool single_pass_allowed() const;
@@ -203,6 +208,9 @@ class Run {
   }
   std::string stem(size_t day) const { return "day_" + std::to_string(day); }
   void report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base);
+  /// Pass 1 (or a single pass): a piece's bad row reported, its lines after `lines` (the day's so
+  /// far, advanced), its rows and bad rows counted in the day's stats.
+  void count_piece(size_t day, const TsvPieceResult& r, uint64_t& lines);
   void open_cache(size_t day);
   void write_cache(size_t day, const uint8_t* data, size_t bytes);
 
@@ -273,6 +281,13 @@ void Run::report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_bas
     ++warnings_;
     o_.warning(msg + " (row skipped)");
   }
+}
+
+void Run::count_piece(size_t day, const TsvPieceResult& r, uint64_t& lines) {
+  report_bad_rows(day, r, lines);
+  lines += r.lines;
+  stats_.days[day].rows += r.rows;
+  stats_.days[day].bad_rows += r.bad_rows;
 }
 
 void Run::open_cache(size_t day) {
@@ -384,13 +399,10 @@ void Run::pass1(bool build_vocab, size_t first_day) {
     ds.rows = ds.bad_rows = 0;
     if (use_cache_ && kinds_[day] != FileKind::bin) open_cache(day);
     const bool cache = use_cache_ && cache_fds_[day] >= 0;
-    uint64_t lines = 0, last_bytes = 0;
+    uint64_t lines = 0;
     // In file order: the line numbers of errors, the counts, the decoded-row files.
     PieceSink sink = [&](const PieceOutput& p) {
-      report_bad_rows(day, p.result, lines);
-      lines += p.result.lines;
-      ds.rows += p.result.rows;
-      ds.bad_rows += p.result.bad_rows;
+      count_piece(day, p.result, lines);
       if (p.result.rows == 0 || p.rows == nullptr) return;
       PhaseTimer t(write_seconds_);
       const auto* bytes = reinterpret_cast<const uint8_t*>(p.rows);
@@ -404,29 +416,39 @@ void Run::pass1(bool build_vocab, size_t first_day) {
         write_cache(day, reinterpret_cast<const uint8_t*>(rows), n * kBinaryRowBytes);
       };
     }
-    for (;;) {
-      InputChunk chunk = next_chunk(reader);
-      if (chunk.empty()) break;
-      backend_->pass1_chunk(day, chunk, sink, index_sink);
-      uint64_t now = reader.file_bytes();
-      done_bytes_ += now - last_bytes;
-      last_bytes = now;
-      check_memory("pass 1");
-      report_progress("pass 1", day);
-    }
-    backend_->flush();
-    ds.input_bytes = reader.file_bytes();
-    // A partial checkpoint after a day, at most once every checkpoint_seconds, so that a rerun
-    // after a crash continues pass 1 with the next day (short runs never pay for it).
-    if (build_vocab && o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
-        seconds_since(last_checkpoint_) >= o_.checkpoint_seconds) {
-      backend_->sync_vocab();
-      PhaseTimer t(write_seconds_);
-      save_vocab(pass1_fp_, day + 1);
-      last_checkpoint_ = Clock::now();
-    }
+    read_day(reader, day, "pass 1", sink, index_sink);
+    if (build_vocab) checkpoint_after(day, json());
   }
   if (build_vocab) backend_->sync_vocab();
+}
+
+void Run::read_day(InputReader& reader, size_t day, const char* pass, const PieceSink& sink,
+                   const IndexRowsSink& index_sink) {
+  uint64_t last_bytes = 0;
+  for (;;) {
+    InputChunk chunk = next_chunk(reader);
+    if (chunk.empty()) break;
+    backend_->pass1_chunk(day, chunk, sink, index_sink);
+    uint64_t now = reader.file_bytes();
+    done_bytes_ += now - last_bytes;
+    last_bytes = now;
+    check_memory(pass);
+    report_progress(pass, day);
+  }
+  backend_->flush();
+  stats_.days[day].input_bytes = reader.file_bytes();
+}
+
+void Run::checkpoint_after(size_t day, const json& outputs) {
+  // At most once every checkpoint_seconds, so that a rerun after a crash continues with the next
+  // day (short runs never pay for it).
+  if (!o_.resume || !o_.write_vocab || day + 1 >= o_.inputs.size() ||
+      seconds_since(last_checkpoint_) < o_.checkpoint_seconds)
+    return;
+  backend_->sync_vocab();
+  PhaseTimer t(write_seconds_);
+  save_vocab(pass1_fp_, day + 1, outputs);
+  last_checkpoint_ = Clock::now();
 }
 
 Pass2Setup Run::pass2_setup() const {
@@ -628,40 +650,20 @@ void Run::single_pass(size_t first_day) {
       PhaseTimer t(write_seconds_);
       writer = open_day_writer(o_.output_format, o_.out_dir, stem(day), std::nullopt);
     }
-    uint64_t lines = 0, last_bytes = 0;
+    uint64_t lines = 0;
     PieceSink sink = [&](const PieceOutput& p) {
-      report_bad_rows(day, p.result, lines);
-      lines += p.result.lines;
-      ds.rows += p.result.rows;
-      ds.bad_rows += p.result.bad_rows;
+      count_piece(day, p.result, lines);
       if (p.result.rows == 0 || !writer) return;
       PhaseTimer t(write_seconds_);
       writer->write(p.block);
     };
-    for (;;) {
-      InputChunk chunk = next_chunk(reader);
-      if (chunk.empty()) break;
-      backend_->pass1_chunk(day, chunk, sink, IndexRowsSink());
-      uint64_t now = reader.file_bytes();
-      done_bytes_ += now - last_bytes;
-      last_bytes = now;
-      check_memory("single pass");
-      report_progress("single pass", day);
-    }
-    backend_->flush();
-    ds.input_bytes = reader.file_bytes();
+    read_day(reader, day, "single pass", sink, IndexRowsSink());
     if (writer) {
       PhaseTimer t(write_seconds_);
       writer->commit();
     }
-    // As pass 1's partial checkpoints, recording that the days before have their outputs.
-    if (o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
-        seconds_since(last_checkpoint_) >= o_.checkpoint_seconds) {
-      backend_->sync_vocab();
-      PhaseTimer t(write_seconds_);
-      save_vocab(pass1_fp_, day + 1, discard ? json() : single_pass_outputs());
-      last_checkpoint_ = Clock::now();
-    }
+    // Recording that the days before it have their outputs.
+    checkpoint_after(day, discard ? json() : single_pass_outputs());
   }
   backend_->sync_vocab();
 }

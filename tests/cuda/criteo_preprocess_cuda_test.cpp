@@ -367,6 +367,14 @@ void run_all() {
     both("bin_rows_preloaded_reread", b);
     PreprocessOptions m = opts({data / "rows.bin", g2}, 0);
     both("bin_and_text_days", m);
+    // Days with no rows between others: .npy files of shape (0, 13) and the like, IDs going on.
+    put(data / "empty.tsv", "");
+    put(data / "only_bad.tsv", "1\t2\n\n");
+    PreprocessOptions z = opts({g2, data / "empty.tsv", data / "only_bad.tsv", deepctr});
+    z.on_bad_row = BadRowPolicy::skip;
+    both("empty_days", z);
+    z.output_format = OutputFormat::split;
+    both("empty_days_split_layout", z);
     // --emit-binary itself from the CUDA run.
     PreprocessOptions x = opts({g2, deepctr});
     x.emit_binary = data / "emit_x.bin";

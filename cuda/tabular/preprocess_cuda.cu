@@ -11,11 +11,11 @@
 //           of the arrays: the copy back of chunk i overlaps the copy in of chunk i+1, and nothing
 //           is read twice
 //
-// Two slots, each with a stream, events and buffers, take chunks in turn: chunk i+1's copy in
-// overlaps chunk i's kernels, and chunk i-1's results are copied back and handed to the caller
-// (in input order) while chunk i runs. GenVocab updates of consecutive chunks are chained with an
-// event, so that the hash tables can grow between them; the results do not depend on their order
-// anyway (vocab_table.hpp).
+// Slots, each with a stream, events and buffers, take chunks in turn (two for text, three for
+// rows): chunk i+1's copy in overlaps chunk i's kernels, and chunk i-1's results are copied back
+// and handed to the caller (in input order) while chunk i runs. GenVocab updates of consecutive
+// chunks are chained with an event, so that the hash tables can grow between them; the results do
+// not depend on their order anyway (vocab_table.hpp).
 //
 // Bit-identical outputs: integer work is exact; dense logs below kLogTableSize come from a table
 // the host made with dense_log, larger ones from the device's double log when
@@ -138,11 +138,14 @@ constexpr size_t kDefaultChunkBytes = size_t{64} << 20;
 // Positions inside a chunk are 32-bit; this keeps every offset and count far from 2^32.
 constexpr size_t kMaxChunkBytes = size_t{256} << 20;
 constexpr uint32_t kNoBadLine = 0xFFFFFFFFu;
-// Pass 2 takes binary and kept rows in pieces of at most this many rows: the pinned arrays a
-// piece comes back in (160 bytes a row, two slots) then take 21 MB instead of a whole chunk's
-// 134 MB, and pinning host memory is slow (estimated from the H100 session's preloads: about
-// 0.3 s per GB, which would be 40 ms of a 120 ms run; stats' cuda.alloc_seconds measures it).
+// Pass 2 and a single pass take binary and kept rows in pieces of at most this many rows: the
+// pinned arrays a piece comes back in (160 bytes a row, three slots) then take 31 MB instead of
+// a whole chunk's 201 MB, and pinning host memory is slow (estimated from the H100 session's
+// preloads: about 0.3 s per GB, which would be 40 ms of a 120 ms run; stats' cuda.alloc_seconds
+// measures it).
 constexpr uint32_t kPass2PieceRows = 1u << 16;
+// Chunks in flight at most (see acquire).
+constexpr int kSlots = 3;
 
 // Rows a chunk of `bytes` text bytes can hold: text rows are at least kMinRowBytes long.
 size_t rows_for_bytes(size_t bytes) { return bytes / tabular::kMinRowBytes + 1; }
@@ -236,8 +239,9 @@ void criteo_free_pinned(uint8_t* p) noexcept {
 
 struct CriteoPreprocessorCuda::Impl {
   size_t chunk_bytes = kDefaultChunkBytes;
-  Slot slots[2];
+  Slot slots[kSlots];
   int next_slot = 0;
+  int active_slots = 2;  // the slots chunks rotate through (acquire)
   uint64_t next_seq = 0;
   cudaMemPool_t pool = nullptr;
   CriteoCudaTimings timings;
@@ -426,17 +430,28 @@ struct CriteoPreprocessorCuda::Impl {
 
   // ---- the pipeline --------------------------------------------------------------------------
 
-  Slot& acquire() {
+  // The next slot for a chunk of text (`rows` false) or of rows. Rows come in pieces whose time
+  // is their two copies: with three in flight, one piece's copy back runs beside the next one's
+  // copy in while the host comes round to a third. A text chunk's time is its kernels, so a third
+  // would only cost buffers (pinned ones are slow to allocate). A day is all text or all rows, and
+  // flushed at its end, so changing the rotation costs nothing.
+  Slot& acquire(bool rows) {
+    const int want = rows ? kSlots : 2;
+    if (want != active_slots) {
+      flush();
+      active_slots = want;
+      next_slot = 0;
+    }
     Slot& s = slots[next_slot];
-    next_slot ^= 1;
-    if (s.busy) finish(s);  // the older of the two chunks in flight
+    next_slot = (next_slot + 1) % active_slots;
+    if (s.busy) finish(s);  // the oldest chunk in flight
     return s;
   }
 
   void flush() {
-    Slot* order[2] = {&slots[0], &slots[1]};
-    if (order[1]->busy && (!order[0]->busy || order[1]->seq < order[0]->seq))
-      std::swap(order[0], order[1]);
+    Slot* order[kSlots];
+    for (int i = 0; i < kSlots; ++i) order[i] = &slots[i];
+    std::sort(order, order + kSlots, [](const Slot* a, const Slot* b) { return a->seq < b->seq; });
     for (Slot* s : order)
       if (s->busy) finish(*s);
   }
@@ -450,7 +465,7 @@ struct CriteoPreprocessorCuda::Impl {
 
   void text_chunk(int which, size_t day, const char* text, size_t bytes,
                   const CriteoChunkSink& sink) {
-    Slot& s = acquire();
+    Slot& s = acquire(false);
     ensure_text(s, bytes);
     if (transforms(which)) ensure_outputs(s, rows_for_bytes(bytes), rows_for_bytes(chunk_bytes));
     start_chunk(s, 0, 0);
@@ -474,7 +489,7 @@ struct CriteoPreprocessorCuda::Impl {
 
   void rows_chunk(int which, size_t day, const uint32_t* rows, size_t count,
                   const CriteoChunkSink& sink, bool stable) {
-    Slot& s = acquire();
+    Slot& s = acquire(true);
     const size_t bytes = count * tabular::kBinaryRowBytes;
     ensure_input(s, bytes);
     const auto n = static_cast<uint32_t>(count);
@@ -1081,7 +1096,7 @@ struct CriteoPreprocessorCuda::Impl {
       for (uint32_t first = 0; first < k.n;) {
         const uint32_t n = std::min(k.n - first, kPass2PieceRows);
         const bool last = first + n == k.n;
-        Slot& s = acquire();  // may deliver (and throw): k and the next chunks are still listed
+        Slot& s = acquire(true);  // may deliver (and throw): k and the next chunks are listed
         ensure_outputs(s, n, kPass2PieceRows);
         start_chunk(s, n, n);
         DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_h2d, s.stream));

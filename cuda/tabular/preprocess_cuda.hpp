@@ -3,10 +3,10 @@
 // tabular::PreprocessBackend. It depends on dlprep_core and lib/tabular's plain-data headers
 // (criteo_schema.hpp, parse_row.hpp, vocab_table.hpp) only, never on dlprep_tabular.
 //
-// Work is cut into device chunks (at most the chunk size, whole lines or rows). Two slots, each
-// with its stream and device buffers, alternate: while chunk i's kernels run, chunk i+1 is copied
-// in and chunk i-1's results go back and to the caller. Results reach the caller in input order
-// through a sink.
+// Work is cut into device chunks (at most the chunk size, whole lines or rows). Slots, each with
+// its stream and device buffers, take them in turn (two for text, three for rows): while chunk i's
+// kernels run, chunk i+1 is copied in and chunk i-1's results go back and to the caller. Results
+// reach the caller in input order through a sink.
 #pragma once
 
 #include <array>
@@ -84,7 +84,7 @@ struct CriteoPass2Setup {
   std::array<int32_t, kCriteoColumns> oov{};
 };
 
-/// Where the time went (sums of CUDA-event intervals; the two streams overlap).
+/// Where the time went (sums of CUDA-event intervals; the slots' streams overlap).
 struct CriteoCudaTimings {
   double h2d_ms = 0;
   double kernel_ms = 0;
@@ -98,7 +98,7 @@ struct CriteoCudaTimings {
   uint64_t log_values_on_host = 0;
 };
 
-/// The CUDA preprocessor. Owns two streams, device buffers that grow to the largest chunk, the
+/// The CUDA preprocessor. Owns three streams, device buffers that grow to the largest chunk, the
 /// vocabulary tables (pass 1) and lookup tables (pass 2). Runs may follow one another (each
 /// begins with begin_pass1), reusing the buffers. Not thread-safe. After an exception (from a
 /// sink or the device) only destruction is allowed.

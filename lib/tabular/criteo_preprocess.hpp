@@ -134,7 +134,7 @@ struct PreprocessStats {
   /// The rest: decoding, vocabularies and transforms, with every host<->device copy (the CPU's
   /// writes overlap its decoding, so there the phases overlap too).
   double compute_seconds = 0;
-  // CUDA only (stats.json "cuda"): sums of CUDA-event intervals over two overlapping streams.
+  // CUDA only (stats.json "cuda"): sums of CUDA-event intervals over overlapping streams.
   double h2d_seconds = 0;
   double kernel_seconds = 0;
   double d2h_seconds = 0;

@@ -987,7 +987,7 @@ std::string PreprocessStats::to_json() const {
             {"device", device},
             {"gzip_backend", gzip_backend}};
   if (device == "cuda") {
-    // Sums of CUDA-event intervals; the two streams overlap, so they may exceed compute_seconds.
+    // Sums of CUDA-event intervals; the streams overlap, so they may exceed compute_seconds.
     j["cuda"] = {{"h2d_seconds", h2d_seconds},
                  {"kernel_seconds", kernel_seconds},
                  {"d2h_seconds", d2h_seconds},

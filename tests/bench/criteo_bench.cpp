@@ -250,7 +250,7 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   std::printf(
       "%-10s %-44s %9.4f %9.4f %12s   (h2d %.4f, kernels %.4f, d2h %.4f s summed; "
       "%llu chunks; rows kept on the device: %s; %llu logs on the host)\n",
-      "", "  of which device time (CUDA events, 2 streams)",
+      "", "  of which device time (CUDA events, summed)",
       mem.h2d_seconds + mem.kernel_seconds + mem.d2h_seconds, 0.0, "", mem.h2d_seconds,
       mem.kernel_seconds, mem.d2h_seconds, static_cast<unsigned long long>(mem.device_chunks),
       mem.decode_cache ? "yes" : "no", static_cast<unsigned long long>(mem.log_values_on_host));

@@ -255,12 +255,15 @@ void AtomicFile::write_at(uint64_t offset, ByteSpan bytes) {
   }
 }
 
-void AtomicFile::commit() {
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    throw io_error(target_, "close failed", errno);
-  }
+void AtomicFile::close() {
+  if (fd_ < 0) return;
+  const int fd = fd_;
   fd_ = -1;
+  if (::close(fd) != 0) throw io_error(target_, "close failed", errno);
+}
+
+void AtomicFile::commit() {
+  close();
   if (temp_.empty()) return;  // a device or FIFO, written in place
   if (::rename(temp_.c_str(), target_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
   unregister_pending(temp_);

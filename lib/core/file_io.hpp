@@ -64,6 +64,9 @@ class AtomicFile {
   /// Overwrites bytes already written, at `offset` (a header whose counts are known only at the
   /// end). Throws Error(io), also for a device or FIFO target.
   void write_at(uint64_t offset, ByteSpan bytes);
+  /// Closes the file, still under its temporary name (files finished long before they may appear
+  /// need no descriptor meanwhile); nothing can be written after it. Throws Error(io).
+  void close();
   /// Flushes, fsyncs nothing (speed; rename is still atomic), closes and renames. Throws Error(io).
   void commit();
 

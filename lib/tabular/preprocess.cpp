@@ -13,11 +13,14 @@
 //           written through AtomicFile; the row count is known from pass 1, so .npy headers go
 //           first.
 //
-// A single pass replaces both where the backend can (CUDA) and every ID is final when its value
-// is first seen: id_base plus the first-appearance index, with no --min-freq above 1, no
-// --vocab-from, and no split of the last day (which needs its row count first). Each day is then
-// transformed as it is read and written at its end; a partial checkpoint records that the days
-// before it have their outputs, so that a rerun continues after them.
+// A single pass replaces both where the backend can (CPU, CUDA) and every ID is final when its
+// value is first seen: id_base plus the first-appearance index, with no --min-freq above 1 and
+// no --vocab-from. A split last day needs its row count first: its lines are counted before it
+// is read (under --on-bad-row error, where every line is a row or the run stops). Each day is then
+// transformed as it is read and its files completed at its end, under temporary names; they
+// appear with the next partial checkpoint, which records that the days before it have their
+// outputs (so that a rerun continues after them), or at the end of the run. A run that fails
+// on a malformed row before its first checkpoint thus leaves no output, as two passes do.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -76,6 +79,16 @@ class PhaseTimer {
   double& total_;
   Clock::time_point start_;
 };
+
+// Removes `dir` and the directories below it, deepest first, where they are empty.
+void remove_empty_tree(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> subdirs;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && !e.is_symlink(ec)) subdirs.push_back(e.path());
+  for (const auto& d : subdirs) remove_empty_tree(d);
+  if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+}
 
 std::string input_format_name(InputFormat f) {
   switch (f) {
@@ -180,7 +193,9 @@ class Run {
   /// Pass 1 (or a single pass) over day `day`: every chunk to the backend, then its flush.
   void read_day(InputReader& reader, size_t day, const char* pass, const PieceSink& sink,
                 const IndexRowsSink& index_sink);
-  /// The partial checkpoint after day `day`, when one is due; `outputs` as save_vocab's.
+  /// Whether a partial checkpoint is due after day `day`.
+  bool checkpoint_due(size_t day) const;
+  /// The partial checkpoint after day `day`; `outputs` as save_vocab's.
   void checkpoint_after(size_t day, const json& outputs);
   void pass2();
   /// Whether the options and the backend allow a single pass (see the top of this file).
@@ -189,6 +204,10 @@ class Run {
   /// written by one with these output settings, and their outputs are all there.
   bool single_pass_resumable(size_t done) const;
   void single_pass(size_t first_day);
+  /// The rows of day `day`, counted before a single pass reads it (its lines: see the top).
+  uint64_t count_rows(size_t day);
+  /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
+  std::unique_ptr<DayWriter> open_writer(size_t day, std::optional<uint64_t> rows);
   Pass2Setup pass2_setup() const;
   /// What a day's outputs depend on beside the inputs and the vocabulary (state.json's "pass2").
   json pass2_fingerprint() const;
@@ -417,7 +436,7 @@ void Run::pass1(bool build_vocab, size_t first_day) {
       };
     }
     read_day(reader, day, "pass 1", sink, index_sink);
-    if (build_vocab) checkpoint_after(day, json());
+    if (build_vocab && checkpoint_due(day)) checkpoint_after(day, json());
   }
   if (build_vocab) backend_->sync_vocab();
 }
@@ -439,12 +458,14 @@ void Run::read_day(InputReader& reader, size_t day, const char* pass, const Piec
   stats_.days[day].input_bytes = reader.file_bytes();
 }
 
-void Run::checkpoint_after(size_t day, const json& outputs) {
+bool Run::checkpoint_due(size_t day) const {
   // At most once every checkpoint_seconds, so that a rerun after a crash continues with the next
   // day (short runs never pay for it).
-  if (!o_.resume || !o_.write_vocab || day + 1 >= o_.inputs.size() ||
-      seconds_since(last_checkpoint_) < o_.checkpoint_seconds)
-    return;
+  return o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
+         seconds_since(last_checkpoint_) >= o_.checkpoint_seconds;
+}
+
+void Run::checkpoint_after(size_t day, const json& outputs) {
   backend_->sync_vocab();
   PhaseTimer t(write_seconds_);
   save_vocab(pass1_fp_, day + 1, outputs);
@@ -524,8 +545,6 @@ void Run::pass2() {
 
   for (size_t day = 0; day < o_.inputs.size(); ++day) {
     DayStats& ds = stats_.days[day];
-    const std::vector<std::string> stems = day_stems(day);
-    const bool split = stems.size() == 2;
     if (std::find(done_days.begin(), done_days.end(), day) != done_days.end() &&
         outputs_exist(day)) {
       ds.skipped = true;
@@ -536,14 +555,7 @@ void Run::pass2() {
     std::unique_ptr<DayWriter> writer;
     if (!discard) {
       PhaseTimer t(write_seconds_);
-      if (split) {
-        uint64_t first = (ds.rows + 1) / 2;  // numpy.array_split: the first half gets the extra
-        writer = split_writer(
-            open_day_writer(o_.output_format, o_.out_dir, stems[0], first),
-            open_day_writer(o_.output_format, o_.out_dir, stems[1], ds.rows - first), first);
-      } else {
-        writer = open_day_writer(o_.output_format, o_.out_dir, stems[0], ds.rows);
-      }
+      writer = open_writer(day, ds.rows);
     }
     uint64_t lines = 0, rows = 0, last_bytes = 0;
     PieceSink sink = [&](const PieceOutput& p) {
@@ -587,7 +599,7 @@ void Run::pass2() {
     }
     if (discard && rows != ds.rows) {
       // What the writers check at commit (writers.cpp), when there are none.
-      throw Error(Errc::corrupt_data, stems[0] + ": the input changed between the passes (" +
+      throw Error(Errc::corrupt_data, stem(day) + ": the input changed between the passes (" +
                                           std::to_string(ds.rows) + " rows in pass 1, " +
                                           std::to_string(rows) + " in pass 2)");
     }
@@ -611,7 +623,37 @@ bool Run::single_pass_allowed() const {
   constexpr int64_t kMaxIdBase = int64_t{1} << 30;
   return o_.single_pass && backend_->single_pass() && o_.output_format != OutputFormat::none &&
          o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary &&
-         o_.split_last == SplitLast::none && o_.id_base <= kMaxIdBase;
+         (o_.split_last == SplitLast::none || o_.on_bad_row == BadRowPolicy::error) &&
+         o_.id_base <= kMaxIdBase;
+}
+
+uint64_t Run::count_rows(size_t day) {
+  std::optional<InputReader> storage;
+  InputReader& reader = open_reader(storage, day, false);
+  uint64_t rows = 0;
+  for (;;) {
+    const InputChunk chunk = next_chunk(reader);
+    if (chunk.empty()) break;
+    rows += chunk.rows.size() / kNumFields;
+    // Text chunks are whole lines, the last one given its '\n' by the reader.
+    const char* p = chunk.text.data();
+    const char* const end = p + chunk.text.size();
+    while (p < end && (p = static_cast<const char*>(std::memchr(p, '\n', end - p))) != nullptr) {
+      ++rows;
+      ++p;
+    }
+  }
+  return rows;
+}
+
+std::unique_ptr<DayWriter> Run::open_writer(size_t day, std::optional<uint64_t> rows) {
+  const std::vector<std::string> stems = day_stems(day);
+  if (stems.size() == 1) return open_day_writer(o_.output_format, o_.out_dir, stems[0], rows);
+  if (!rows) throw Error(Errc::internal, "a split day's files need its row count");
+  const uint64_t first = (*rows + 1) / 2;  // numpy.array_split: the first half gets the extra
+  return split_writer(open_day_writer(o_.output_format, o_.out_dir, stems[0], first),
+                      open_day_writer(o_.output_format, o_.out_dir, stems[1], *rows - first),
+                      first);
 }
 
 json Run::single_pass_outputs() const {
@@ -640,6 +682,12 @@ void Run::single_pass(size_t first_day) {
   backend_->begin_pass1(setup, vocab_);
   const bool discard = o_.discard_outputs;
   for (size_t day = 0; day < first_day; ++day) stats_.days[day].skipped = true;
+  std::vector<std::unique_ptr<DayWriter>> finished;  // complete days, not yet under their names
+  const auto publish = [&] {
+    PhaseTimer t(write_seconds_);
+    for (auto& w : finished) w->commit();
+    finished.clear();
+  };
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
     std::optional<InputReader> reader_storage;
     InputReader& reader = open_reader(reader_storage, day, false);
@@ -647,8 +695,10 @@ void Run::single_pass(size_t first_day) {
     ds.rows = ds.bad_rows = 0;
     std::unique_ptr<DayWriter> writer;
     if (!discard) {
+      const std::optional<uint64_t> rows =
+          day_stems(day).size() == 2 ? std::optional<uint64_t>(count_rows(day)) : std::nullopt;
       PhaseTimer t(write_seconds_);
-      writer = open_day_writer(o_.output_format, o_.out_dir, stem(day), std::nullopt);
+      writer = open_writer(day, rows);
     }
     uint64_t lines = 0;
     PieceSink sink = [&](const PieceOutput& p) {
@@ -660,11 +710,15 @@ void Run::single_pass(size_t first_day) {
     read_day(reader, day, "single pass", sink, IndexRowsSink());
     if (writer) {
       PhaseTimer t(write_seconds_);
-      writer->commit();
+      writer->finish();
+      finished.push_back(std::move(writer));
     }
-    // Recording that the days before it have their outputs.
-    checkpoint_after(day, discard ? json() : single_pass_outputs());
+    if (checkpoint_due(day)) {
+      publish();  // first: the checkpoint records that the days before it have their outputs
+      checkpoint_after(day, discard ? json() : single_pass_outputs());
+    }
   }
+  publish();
   backend_->sync_vocab();
 }
 
@@ -882,10 +936,12 @@ PreprocessStats Run::run() {
     stats_.days_resumed_in_pass1 = done;
     for (size_t d = 0; d < done; ++d) done_bytes_ += stats_.days[d].input_bytes;
     stats_.single_pass = single_pass_allowed() && single_pass_resumable(done);
-    if (stats_.single_pass)
+    if (stats_.single_pass) {
+      use_cache_ = keep_maps_ = false;  // nothing is read twice
       single_pass(done);
-    else
+    } else {
       pass1(true, done);
+    }
   }
   if (emit_) {
     PhaseTimer t(write_seconds_);
@@ -1011,14 +1067,15 @@ PreprocessStats Preprocessor::run(const PreprocessOptions& options) {
   if (backend_ && (options.device != device_ || threads != threads_)) backend_.reset();
   device_ = options.device;
   threads_ = threads;
-  // A run that fails leaves no trace: the output directory it created goes again while empty.
+  // A run that fails leaves no trace: the output directory it created goes again while it holds
+  // nothing but empty directories (the split layout's day directories).
   std::error_code ec;
   const bool existed = fs::exists(options.out_dir, ec);
   try {
     Run run(options, backend_);
     return run.run();
   } catch (...) {
-    if (!existed && fs::is_empty(options.out_dir, ec) && !ec) fs::remove(options.out_dir, ec);
+    if (!existed) remove_empty_tree(options.out_dir);
     throw;
   }
 }

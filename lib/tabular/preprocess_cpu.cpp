@@ -7,6 +7,9 @@
 //           column-parallel: GenVocab, one thread per column at a time, rows in file order
 //   pass 2  row-parallel:    Decode, Modulus, ApplyVocab, Neg2Zero, Logarithm into per-piece
 //                            output blocks, handed to the sink (the writers) in order.
+// A single pass (Pass1Setup::assign_ids) is pass 1 whose GenVocab also writes each value's
+// first-appearance index, which is its ID less id_base: the pieces are then transformed as by
+// pass 2 from those indices and handed to the sink once, in order, with their counts.
 // The per-row arithmetic of both passes is in row_transform*.cpp (scalar and AVX-512 kernels).
 // Determinism: pieces are cut at fixed byte offsets, vocabularies are updated column by column in
 // row order, so every output byte is independent of the thread count.
@@ -33,6 +36,8 @@ constexpr size_t kPieceBytes = size_t{256} << 10;
 // binary rows from 8.1-8.5M to 9.0-9.2M rows/s (CRITEO-RESULTS.md).
 constexpr size_t kPass1PieceRows = 1024;
 constexpr size_t kPass2PieceRows = 16384;
+// A single pass both transposes its binary pieces and writes their outputs.
+constexpr size_t kSinglePassPieceRows = 16384;
 // Chunk size by default: enough pieces for every core, small enough to bound memory.
 constexpr size_t kCpuChunkBytes = size_t{16} << 20;
 
@@ -140,6 +145,27 @@ size_t split_chunk(const InputChunk& chunk, std::vector<Piece>& pieces, size_t p
   return n;
 }
 
+// Pass 2's outputs of the piece's rows by `fn`.
+void transform_piece(Piece& p, const RowKernels& kernels, const RowTransform& fn) {
+  const size_t n = p.nrows;
+  if (p.labels.size() < n) {
+    p.labels.resize(n);
+    p.dense.resize(n * kNumDense);
+    p.sparse.resize(n * kNumSparse);
+  }
+  kernels.transform_rows(p.rows, n, fn, p.labels.data(), p.dense.data(), p.sparse.data());
+}
+
+// A single pass's IDs: id_base plus the first-appearance indices GenVocab left in the columns.
+void ids_from_columns(Piece& p, int32_t id_base) {
+  const uint32_t* cols = p.cols.data();
+  for (size_t r = 0; r < p.nrows; ++r) {
+    int32_t* s = p.sparse.data() + r * kNumSparse;
+    for (int j = 0; j < kNumSparse; ++j)
+      s[j] = id_base + static_cast<int32_t>(cols[j * p.stride + r]);
+  }
+}
+
 void decode_piece(Piece& p, bool stop_at_error) {
   if (p.text) {
     p.result = decode_tsv(p.text, p.text + p.text_bytes, stop_at_error, p.row_buf);
@@ -161,52 +187,72 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   std::string_view device_name() const override { return "cpu"; }
   size_t default_chunk_bytes() const override { return kCpuChunkBytes; }
   bool host_decode_cache() const override { return true; }
+  bool single_pass() const override { return true; }
   HostBuffer allocate_host(size_t bytes) override { return allocate_pageable(bytes); }
 
   void begin_pass1(const Pass1Setup& setup, std::vector<ColumnVocab>& vocab) override {
-    if (setup.assign_ids) throw Error(Errc::internal, "criteo-preprocess on cpu: no single pass");
     p1_ = setup;
     vocab_ = &vocab;
     for (int j = 0; j < kNumSparse; ++j) fastmod_[j] = FastMod(setup.modulus[j]);
+    if (setup.assign_ids) {
+      if (!setup.build_vocab || setup.want_rows || setup.index_rows || setup.keep_rows)
+        throw Error(Errc::internal, "criteo-preprocess on cpu: a single pass only builds IDs");
+      make_log_table(setup.transform);
+      single_fn_ = row_transform(setup.transform);
+      single_fn_.sparse = RowTransform::Sparse::none;  // ids_from_columns
+    }
   }
 
   void pass1_chunk(size_t /*day*/, const InputChunk& chunk, const PieceSink& sink,
                    const IndexRowsSink& index_sink) override {
     const unsigned threads = workers(chunk);
     const bool build_vocab = p1_.build_vocab;
+    const bool single = p1_.assign_ids;
     // Index rows only for the days that have a decode cache (the caller passes their sink).
     const bool index_rows = p1_.index_rows && build_vocab && static_cast<bool>(index_sink);
-    const size_t count = split_chunk(chunk, pieces_, kPass1PieceRows);
-    ordered_parallel_for(
-        count, threads,
-        [&](size_t i) {
-          Piece& p = pieces_[i];
-          decode_piece(p, p1_.stop_at_error);
-          if (!build_vocab) return;
-          // Modulus, and the transpose that lets GenVocab read each column sequentially.
-          size_t n = p.nrows;
-          p.stride = col_stride(n);
-          if (p.cols.size() < p.stride * kNumSparse) p.cols.resize(p.stride * kNumSparse);
-          kernels_.modulus_columns(p.rows, n, fastmod_, p.cols.data(), p.stride);
-        },
-        [&](size_t i) {
-          const Piece& p = pieces_[i];
-          PieceOutput out;
-          out.result = p.result;
-          out.rows = p1_.want_rows ? p.rows : nullptr;
-          sink(out);
-        });
+    const size_t count =
+        split_chunk(chunk, pieces_, single ? kSinglePassPieceRows : kPass1PieceRows);
+    const auto decode = [&](size_t i) {
+      Piece& p = pieces_[i];
+      decode_piece(p, p1_.stop_at_error);
+      if (!build_vocab) return;
+      // Modulus, and the transpose that lets GenVocab read each column sequentially.
+      size_t n = p.nrows;
+      p.stride = col_stride(n);
+      if (p.cols.size() < p.stride * kNumSparse) p.cols.resize(p.stride * kNumSparse);
+      kernels_.modulus_columns(p.rows, n, fastmod_, p.cols.data(), p.stride);
+    };
+    if (single) {
+      parallel_for(count, threads, decode);  // delivered once, transformed (below)
+    } else {
+      ordered_parallel_for(count, threads, decode, [&](size_t i) {
+        const Piece& p = pieces_[i];
+        PieceOutput out;
+        out.result = p.result;
+        out.rows = p1_.want_rows ? p.rows : nullptr;
+        sink(out);
+      });
+    }
     if (!build_vocab) return;
     // GenVocab: each column by one thread, pieces in order -> first-appearance order. Each value
-    // is replaced by its first-appearance index on the way when the decode cache wants them.
+    // is replaced by its first-appearance index on the way when the decode cache or a single pass
+    // wants them.
     std::vector<ColumnVocab>& vocab = *vocab_;
+    const bool indices = index_rows || single;
     parallel_for(kNumSparse, threads, [&](size_t j) {
       for (size_t i = 0; i < count; ++i) {
         Piece& p = pieces_[i];
         uint32_t* col = p.cols.data() + j * p.stride;
-        vocab[j].add(col, p.nrows, index_rows ? col : nullptr);
+        vocab[j].add(col, p.nrows, indices ? col : nullptr);
       }
     });
+    if (single) {
+      transform_pieces(count, threads, sink, [&](Piece& p) {
+        transform_piece(p, kernels_, single_fn_);
+        ids_from_columns(p, p1_.id_base);
+      });
+      return;
+    }
     if (!index_rows) return;
     // The decode cache gets the rows with indices instead of values: pass 2 then maps them through
     // a table per column indexed by first appearance, never by value.
@@ -237,22 +283,12 @@ class PreprocessBackendCpu final : public PreprocessBackend {
       fastmod_[j] = FastMod(setup.modulus[j]);
       index_ids_[j] = vocab[j].index_ids().data();
     }
-    // Dense: Neg2Zero + Logarithm through a table for the common small values.
-    log_table_.clear();
-    if (setup.apply_log && !setup.int_dense) {
-      log_table_.resize(kLogTableSize);
-      for (int32_t x = 0; x < kLogTableSize; ++x) log_table_[x] = dense_log(x, setup.log_offset);
-    }
+    make_log_table(setup);
   }
 
   void pass2_chunk(const InputChunk& chunk, bool indices, const PieceSink& sink) override {
-    const unsigned threads = workers(chunk);
-    RowTransform rows_fn;
-    using Dense = RowTransform::Dense;
+    RowTransform rows_fn = row_transform(p2_);
     using Sparse = RowTransform::Sparse;
-    rows_fn.dense = p2_.int_dense ? Dense::integer : p2_.apply_log ? Dense::log : Dense::plain;
-    rows_fn.log_offset = p2_.log_offset;
-    rows_fn.log_table = log_table_.data();
     rows_fn.mods = fastmod_;
     rows_fn.vocab = final_vocab_;
     if (indices) {
@@ -267,20 +303,39 @@ class PreprocessBackendCpu final : public PreprocessBackend {
       }
     }
     const size_t count = split_chunk(chunk, pieces_, kPass2PieceRows);
+    transform_pieces(count, workers(chunk), sink, [&](Piece& p) {
+      decode_piece(p, p2_.stop_at_error);
+      transform_piece(p, kernels_, rows_fn);
+    });
+  }
+
+ private:
+  // Neg2Zero + Logarithm of the common small values through a table.
+  void make_log_table(const Pass2Setup& setup) {
+    log_table_.clear();
+    if (setup.apply_log && !setup.int_dense) {
+      log_table_.resize(kLogTableSize);
+      for (int32_t x = 0; x < kLogTableSize; ++x) log_table_[x] = dense_log(x, setup.log_offset);
+    }
+  }
+
+  // The dense part of pass 2's work for `setup` (after make_log_table); the caller sets the rest.
+  RowTransform row_transform(const Pass2Setup& setup) const {
+    using Dense = RowTransform::Dense;
+    RowTransform t;
+    t.dense = setup.int_dense ? Dense::integer : setup.apply_log ? Dense::log : Dense::plain;
+    t.log_offset = setup.log_offset;
+    t.log_table = log_table_.data();
+    return t;
+  }
+
+  // `make_block` makes each piece's output block (in parallel); the blocks go to the sink in
+  // order, with the pieces' counts.
+  template <typename MakeBlock>
+  void transform_pieces(size_t count, unsigned threads, const PieceSink& sink,
+                        MakeBlock make_block) {
     ordered_parallel_for(
-        count, threads,
-        [&](size_t i) {
-          Piece& p = pieces_[i];
-          decode_piece(p, p2_.stop_at_error);
-          size_t n = p.nrows;
-          if (p.labels.size() < n) {
-            p.labels.resize(n);
-            p.dense.resize(n * kNumDense);
-            p.sparse.resize(n * kNumSparse);
-          }
-          kernels_.transform_rows(p.rows, n, rows_fn, p.labels.data(), p.dense.data(),
-                                  p.sparse.data());
-        },
+        count, threads, [&](size_t i) { make_block(pieces_[i]); },
         [&](size_t i) {
           const Piece& p = pieces_[i];
           PieceOutput out;
@@ -289,8 +344,6 @@ class PreprocessBackendCpu final : public PreprocessBackend {
           sink(out);
         });
   }
-
- private:
   // Workers for a chunk: one fewer while the reader inflates the next gzip chunk, so that the
   // inflater, which the whole pass waits for, keeps a core to itself (gzip 1.50x -> 1.42x the
   // inflate time alone on 2 cores, CRITEO-RESULTS.md).
@@ -308,6 +361,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   std::array<const int32_t*, kNumSparse> index_ids_{};
   std::vector<Piece> pieces_;
   std::vector<float> log_table_;
+  RowTransform single_fn_;  // a single pass's dense transform (its IDs: ids_from_columns)
 };
 
 }  // namespace

@@ -41,6 +41,7 @@ void transform_rows_as(const uint32_t* rows, size_t n, const RowTransform t, int
         std::memcpy(&d[k], &f, 4);
       }
     }
+    if constexpr (kSparse == Sparse::none) continue;
     const uint32_t* v = row + kFirstSparseField;
     int32_t* s = sparse + r * kNumSparse;
     for (int j = 0; j < kNumSparse; ++j) {

@@ -17,7 +17,8 @@ namespace dlprep::tabular {
 /// Pass 2's per-row work and the tables it reads.
 struct RowTransform {
   enum class Dense { integer, plain, log } dense = Dense::log;
-  enum class Sparse { indices, flat, lookup } sparse = Sparse::flat;
+  /// none: the sparse IDs are left to the caller (a single pass has them in columns already).
+  enum class Sparse { indices, flat, lookup, none } sparse = Sparse::flat;
   double log_offset = 1;
   const float* log_table = nullptr;  ///< log: dense_log of 0 .. kLogTableSize-1
   /// indices: first-appearance index -> ID per column; flat: value -> ID per column.
@@ -40,6 +41,8 @@ void with_row_modes(const RowTransform& t, F&& f) {
         return f.template operator()<kDense, Sparse::flat>();
       case Sparse::lookup:
         return f.template operator()<kDense, Sparse::lookup>();
+      case Sparse::none:
+        return f.template operator()<kDense, Sparse::none>();
     }
   };
   switch (t.dense) {

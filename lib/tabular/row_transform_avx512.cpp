@@ -117,6 +117,7 @@ ROW_SIMD void transform_rows_as(const uint32_t* rows, size_t n, const RowTransfo
         std::memcpy(&d[k], &v, 4);
       }
     }
+    if constexpr (kSparse == Sparse::none) continue;
     const uint32_t* v = row + kFirstSparseField;
     int32_t* s = sparse + r * kNumSparse;
     for (int g = 0; g < kGroups; ++g) {

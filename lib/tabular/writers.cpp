@@ -14,9 +14,9 @@ ByteSpan as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>
 
 void check_count(uint64_t written, std::optional<uint64_t> expected, const std::string& stem) {
   if (expected && written != *expected) {
-    throw Error(Errc::corrupt_data, stem + ": the input changed between the passes (" +
-                                        std::to_string(*expected) + " rows in pass 1, " +
-                                        std::to_string(written) + " in pass 2)");
+    throw Error(Errc::corrupt_data, stem + ": the input changed during the run (" +
+                                        std::to_string(*expected) + " rows counted first, " +
+                                        std::to_string(written) + " read later)");
   }
 }
 
@@ -38,7 +38,9 @@ class NpyWriter final : public DayWriter {
     labels_.write(as_bytes(b.labels, b.rows * 4));
     written_ += b.rows;
   }
-  void commit() override {
+
+ private:
+  void finish_files() override {
     check_count(written_, expected_, stem_);
     if (!expected_) {
       const size_t placeholder = npy_header("<i4", 0, 1).size();
@@ -48,12 +50,16 @@ class NpyWriter final : public DayWriter {
         f.write_at(0, as_bytes(h.data(), h.size()));
       });
     }
+    dense_.close();
+    sparse_.close();
+    labels_.close();
+  }
+  void publish_files() override {
     dense_.commit();
     sparse_.commit();
     labels_.commit();
   }
 
- private:
   template <class Put>
   void put_headers(uint64_t rows, Put&& put) {
     put(dense_, npy_header("<f4", rows, kNumDense));
@@ -83,12 +89,14 @@ class DlrmWriter final : public DayWriter {
     file_.write(as_bytes(buf_.data(), buf_.size() * 4));
     written_ += b.rows;
   }
-  void commit() override {
-    check_count(written_, expected_, stem_);
-    file_.commit();
-  }
 
  private:
+  void finish_files() override {
+    check_count(written_, expected_, stem_);
+    file_.close();
+  }
+  void publish_files() override { file_.commit(); }
+
   std::string stem_;
   std::optional<uint64_t> expected_;
   uint64_t written_ = 0;
@@ -117,14 +125,20 @@ class SplitWriter final : public DayWriter {
     }
     written_ += b.rows;
   }
-  void commit() override {
+
+ private:
+  void finish_files() override {
     check_count(written_, expected_, stem_);
+    label_->close();
+    numerical_->close();
+    for (auto& f : cat_) f->close();
+  }
+  void publish_files() override {
     label_->commit();
     numerical_->commit();
     for (auto& f : cat_) f->commit();
   }
 
- private:
   std::string stem_;
   std::optional<uint64_t> expected_;
   uint64_t written_ = 0;
@@ -154,12 +168,17 @@ class SplitDayWriter final : public DayWriter {
       b_->write(x);
     }
   }
-  void commit() override {
+
+ private:
+  void finish_files() override {
+    a_->finish();
+    b_->finish();
+  }
+  void publish_files() override {
     a_->commit();
     b_->commit();
   }
 
- private:
   std::unique_ptr<DayWriter> a_, b_;
   uint64_t left_;
 };

@@ -29,7 +29,25 @@ class DayWriter {
  public:
   virtual ~DayWriter() = default;
   virtual void write(const RowBlock& block) = 0;
-  virtual void commit() = 0;
+  /// Completes the files (row counts, .npy headers) and closes them, still under temporary
+  /// names, so that a finished day can wait for its turn to appear without a descriptor per file.
+  void finish() {
+    if (finished_) return;
+    finish_files();
+    finished_ = true;
+  }
+  /// finish(), then gives every file its name. Destroyed without it, the day leaves no file.
+  void commit() {
+    finish();
+    publish_files();
+  }
+
+ protected:
+  virtual void finish_files() = 0;
+  virtual void publish_files() = 0;
+
+ private:
+  bool finished_ = false;
 };
 
 /// Files that `stem` ("day_0", "test", "val") produces in `format` inside out_dir.

@@ -1,7 +1,9 @@
 // The Criteo benchmark (tests/bench/criteo_bench.sh runs it): in one process and one run, the
 // memchr line-count ceiling, the straightforward C++ baseline, and dlprep's CPU pipeline on UTF-8,
-// gzip and binary input; every output checked against the baseline's (or the UTF-8 run's)
-// before any time is reported. Timing through lib/core/timing.hpp (warm-up, median, min).
+// gzip and binary input (a single pass, the default where every ID is final at first sight; UTF-8
+// and binary rows also in two passes, what the single pass gains); every output checked against
+// the baseline's (or the UTF-8 run's) before any time is reported. Timing through
+// lib/core/timing.hpp (warm-up, median, min).
 //
 // criteo_bench --input FILE.tsv [--gz FILE.gz] [--bin FILE.bin] [--modulus M] [--threads T]
 //              [--repeats N] [--baseline-repeats N] [--scratch DIR] [--no-baseline] [--rss-only]
@@ -76,7 +78,7 @@ bool same_outputs(const fs::path& a, const fs::path& b) {
 // removed first, untimed (replacing them would otherwise charge the kernel's eviction of the old
 // files' pages to this run).
 TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::string& input,
-                        const fs::path& out, uint64_t& rows) {
+                        const fs::path& out, uint64_t& rows, bool single_pass = true) {
   return measure_self_timed(params, [&](bool) {
     fs::remove_all(out);
     Stopwatch sw;
@@ -87,6 +89,7 @@ TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::st
     o.threads = a.threads;
     o.resume = false;
     o.decode_cache = a.cache;
+    o.single_pass = single_pass;
     rows = tabular::preprocess(o).rows;
     return sw.seconds();
   });
@@ -432,6 +435,12 @@ int main(int argc, char** argv) {
     if (!same_outputs(out_utf8, out)) return 3;
   }
 
+  {
+    fs::path out = scratch / "dlprep_utf8_2";
+    rows.push_back({"dlprep UTF-8, two passes", time_dlprep(a, params, a.input, out, n, false), n});
+    if (!same_outputs(out_utf8, out)) return 3;
+  }
+
   if (!a.gz.empty()) {
     uint64_t bytes = 0;
     rows.push_back({std::string("gzip decompression alone (") + tabular::gzip_backend_name() + ")",
@@ -454,6 +463,9 @@ int main(int argc, char** argv) {
     fs::path out = scratch / "dlprep_bin";
     rows.push_back({"dlprep binary rows", time_dlprep(a, params, a.bin, out, n), 0});
     rows.back().rows = n;
+    if (!same_outputs(out_utf8, out)) return 3;
+    rows.push_back(
+        {"dlprep binary rows, two passes", time_dlprep(a, params, a.bin, out, n, false), n});
     if (!same_outputs(out_utf8, out)) return 3;
   }
 

@@ -67,10 +67,14 @@ contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
 expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains json "$T/json.out" '"schema": "dlprep.criteo-preprocess/1"'
 contains json "$T/json.out" '"rows": 1000'
-# Progress counts both passes over the input in MB (the sample is 0.1 MB; twice that in all).
+# Progress counts the passes over the input in MB (the sample is 0.1 MB): one where every ID is
+# final at first sight, two with a frequency threshold.
 expect progress 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset piper "$S/nvtabular_day_0.gz" -o "$T/o10"
-contains progress "$T/progress.err" "criteo-preprocess (pass 2): "
+contains progress "$T/progress.err" "criteo-preprocess (single pass): "
 contains progress "$T/progress.err" " MB (100%)"
+expect progress2 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset piper --min-freq 2 "$S/nvtabular_day_0.gz" -o "$T/o11"
+contains progress2 "$T/progress2.err" "criteo-preprocess (pass 2): "
+contains progress2 "$T/progress2.err" " MB (100%)"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"
@@ -91,28 +95,33 @@ if [ -x "$GEN" ]; then
   "$GEN" 400000 7 > "$T/big.tsv"
   "$DLPREP" -q criteo-preprocess --no-resume "$T/big.tsv" -o "$T/o6" > /dev/null 2>&1 &
   pid=$!
-  sleep 0.3
+  # Once the day's output files are open (temporary names), within about 5 s.
+  i=0
+  while [ $i -lt 500 ] && [ -z "$(find "$T/o6" -name '.*tmp*' 2>/dev/null | head -1)" ]; do
+    sleep 0.01; i=$((i + 1))
+  done
   kill -INT $pid 2>/dev/null
   wait $pid
   got=$?
   if [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint: exit $got"; fail=1; else echo "ok   sigint (exit $got)"; fi
   left=$(find "$T/o6" -name '.*tmp*' 2>/dev/null | wc -l)
   if [ "$left" -ne 0 ]; then echo "FAIL sigint: $left temporary files left"; fail=1; fi
-  # Binary input: the files stay mapped from pass 1 to pass 2 (--decode-cache auto) only within
-  # half of --max-memory, since mapped pages count in the RSS (64 MB of rows here). The limits
-  # are set from the peak RSS of a run that maps nothing twice (an ASan build's is larger).
+  # Binary input in two passes (--min-freq 2): the files stay mapped from pass 1 to pass 2
+  # (--decode-cache auto) only within half of --max-memory, since mapped pages count in the RSS
+  # (64 MB of rows here). The limits are set from the peak RSS of a run that maps nothing twice
+  # (an ASan build's is larger).
   "$DLPREP" -q criteo-preprocess --output-format none --no-vocab --emit-binary "$T/big.bin" "$T/big.tsv" -o "$T/emit"
   bin_mb=$(( $(wc -c < "$T/big.bin") >> 20 ))
-  expect bin_off 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --decode-cache off "$T/big.bin" -o "$T/bo"
+  expect bin_off 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --min-freq 2 --decode-cache off "$T/big.bin" -o "$T/bo"
   rss_mb=$(( $(sed -n 's/.*"peak_rss_bytes": *\([0-9]*\).*/\1/p' "$T/bin_off.out" | head -1) >> 20 ))
   tight=$(( rss_mb + 16 )) roomy=$(( rss_mb + bin_mb + 32 ))
   [ $roomy -lt $(( 2 * bin_mb + 2 )) ] && roomy=$(( 2 * bin_mb + 2 ))
   if [ $tight -ge $(( 2 * bin_mb )) ]; then
     echo "FAIL bin_not_kept: peak RSS $rss_mb MB leaves no --max-memory below twice the $bin_mb MB input"; fail=1
   fi
-  expect bin_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --max-memory ${roomy}M "$T/big.bin" -o "$T/bk"
+  expect bin_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --min-freq 2 --max-memory ${roomy}M "$T/big.bin" -o "$T/bk"
   contains bin_kept "$T/bin_kept.out" '"decode_cache": true'
-  expect bin_not_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --max-memory ${tight}M "$T/big.bin" -o "$T/bn"
+  expect bin_not_kept 0 "$DLPREP" --json criteo-preprocess --input-format bin --modulus 5000 --chunk-mb 1 --min-freq 2 --max-memory ${tight}M "$T/big.bin" -o "$T/bn"
   contains bin_not_kept "$T/bin_not_kept.out" '"decode_cache": false'
   for f in day_0_dense.npy day_0_sparse.npy day_0_labels.npy; do
     cmp -s "$T/bk/$f" "$T/bn/$f" && cmp -s "$T/bk/$f" "$T/bo/$f" || { echo "FAIL bin_kept: $f differs"; fail=1; }

@@ -6,7 +6,7 @@
 //
 // The input is a chunk of a TSV day (a final '\n' is added when missing). It goes through both
 // passes of the backend seam (preprocess_backend.hpp), as preprocess.cpp drives it but without
-// files, on the CUDA backend and on the CPU backend, the reference, in two configurations:
+// files, on the CUDA backend and on the CPU backend, the reference, in these configurations:
 //   A  bad rows skipped; moduli 7, 5,000 and none (flat, flat and hashed vocabulary tables);
 //      rows kept on the device for pass 2; --min-freq 2, IDs from 2, OOV 1, log(x + 3);
 //   B  stop at the first bad row; no modulus; pass 2 reads the text again; IDs from 0, OOV past
@@ -14,8 +14,9 @@
 //   C  the same bytes as binary rows (whole 160-byte rows; none: skipped), where every word is
 //      valid: moduli 1,000 and none, IDs from 1, OOV 0, log(x + 1);
 //   D  A's moduli and bad rows skipped, IDs from 2, log(x + 3), no threshold: the CUDA backend in
-//      a single pass (Pass1Setup::assign_ids), the CPU in two;
-//   E  C's binary rows in a single pass on CUDA.
+//      a single pass (Pass1Setup::assign_ids), and the CPU backend in a single pass too, each
+//      against the CPU in two;
+//   E  C's binary rows in a single pass on CUDA and on the CPU.
 // The backends must agree on everything: line, row and bad-row counts, the first bad line and
 // its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
 // pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
@@ -44,7 +45,7 @@ struct Config {
   bool binary = false;  // the input is binary rows (40 words each), not text
   bool stop_at_error = false;
   bool keep_rows = false;
-  bool single_pass = false;  // CUDA: IDs assigned and rows transformed in pass 1
+  bool single_pass = false;  // IDs assigned and rows transformed in pass 1 (not the reference)
   std::array<uint32_t, kNumSparse> modulus{};
   uint64_t min_freq = 1;
   int64_t id_base = 0;
@@ -91,7 +92,7 @@ void add_block(Outcome& o, const RowBlock& r) {
 }
 
 void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const Config& c,
-                Outcome& o) {
+                bool single, Outcome& o) {
   // The chunk in the backend's own host memory (pinned for CUDA), with the readable padding
   // that InputReader guarantees after every text chunk.
   HostBuffer buf = b.allocate_host(input.size() + kTsvReadPadding);
@@ -114,7 +115,6 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
   s1.stop_at_error = c.stop_at_error;
   s1.want_rows = !c.single_pass;  // a single pass hands back no decoded rows
   s1.keep_rows = c.keep_rows;
-  const bool single = c.single_pass && b.single_pass();
   if (single) {
     s1.assign_ids = true;
     s1.id_base = static_cast<int32_t>(c.id_base);
@@ -176,13 +176,14 @@ void skip_without_cuda() {
   (void)checked;
 }
 
-Outcome run(Device device, const std::vector<uint8_t>& input, const Config& c) {
+// single: the run takes one pass (Config::single_pass, not for the reference).
+Outcome run(Device device, const std::vector<uint8_t>& input, const Config& c, bool single) {
   Outcome o;
   // A backend is not reusable after a sink threw: one per run.
   std::unique_ptr<PreprocessBackend> b =
       device == Device::cpu ? make_preprocess_backend_cpu(1) : make_preprocess_backend(device, 1);
   try {
-    run_passes(*b, input, c, o);
+    run_passes(*b, input, c, single && b->single_pass(), o);
   } catch (const StoppedAtBadRow&) {
     // Compared as it stands: the first bad line and its message, the pieces before it.
   } catch (const dlprep::Error& e) {
@@ -201,21 +202,26 @@ std::string describe(const Outcome& o) {
   return "error '" + o.error + "'; pass 1: " + describe(o.pass1) + "; pass 2: " + describe(o.pass2);
 }
 
-void check(const std::vector<uint8_t>& input, const Config& c, const char* name) {
-  skip_without_cuda();
-  const Outcome reference = run(Device::cpu, input, c);
-  const Outcome device = run(Device::cuda, input, c);
-  if (reference == device) return;
+void compare(const Outcome& reference, const Outcome& other, const char* name, const char* what) {
+  if (reference == other) return;
   const auto same = [](bool equal) { return equal ? "equal" : "differ"; };
   std::fprintf(stderr,
-               "fuzz_criteo_cuda: configuration %s: the backends disagree\n  cpu:  %s\n"
-               "  cuda: %s\n  decoded rows %s, vocabularies %s, pass 2 arrays %s\n",
-               name, describe(reference).c_str(), describe(device).c_str(),
-               same(reference.decoded == device.decoded),
-               same(reference.values == device.values && reference.counts == device.counts),
-               same(reference.labels == device.labels && reference.dense == device.dense &&
-                    reference.sparse == device.sparse));
+               "fuzz_criteo_cuda: configuration %s: %s disagrees with the CPU in two passes\n"
+               "  cpu:  %s\n  %s: %s\n  decoded rows %s, vocabularies %s, pass 2 arrays %s\n",
+               name, what, describe(reference).c_str(), what, describe(other).c_str(),
+               same(reference.decoded == other.decoded),
+               same(reference.values == other.values && reference.counts == other.counts),
+               same(reference.labels == other.labels && reference.dense == other.dense &&
+                    reference.sparse == other.sparse));
   std::abort();
+}
+
+void check(const std::vector<uint8_t>& input, const Config& c, const char* name) {
+  skip_without_cuda();
+  const Outcome reference = run(Device::cpu, input, c, false);
+  compare(reference, run(Device::cuda, input, c, c.single_pass), name, "cuda");
+  if (c.single_pass)
+    compare(reference, run(Device::cpu, input, c, true), name, "the CPU in a single pass");
 }
 
 }  // namespace

@@ -142,7 +142,7 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
 int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   PreprocessOptions o = to_options(c, globals);
   Progress progress(globals, kCommand, 0, "bytes");
-  // Both passes read the input: the total is twice its size.
+  // Each pass reads the input: the total is its size times the passes.
   o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
   PreprocessStats stats = preprocess(o);
@@ -159,14 +159,17 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
     table.add_row({d.input, std::to_string(d.rows), std::to_string(d.bad_rows),
                    std::to_string(d.input_bytes), d.skipped ? "up to date" : "written"});
   table.print();
+  const std::string passes = stats.single_pass
+                                 ? "a single pass"
+                                 : "pass 1 " + format_fixed(stats.pass1_seconds, 3) + " s" +
+                                       (stats.vocab_reused ? " (vocabulary reused)" : "") +
+                                       ", pass 2 " + format_fixed(stats.pass2_seconds, 3) + " s";
   std::printf(
-      "%llu rows in %s s (%s rows/s, %s; pass 1 %s s%s, pass 2 %s s), peak RSS %s\n",
+      "%llu rows in %s s (%s rows/s, %s; %s), peak RSS %s\n",
       static_cast<unsigned long long>(stats.rows), format_fixed(stats.total_seconds, 3).c_str(),
       format_fixed(stats.total_seconds > 0 ? stats.rows / stats.total_seconds : 0, 0).c_str(),
       stats.device == "cpu" ? (std::to_string(stats.threads) + " threads").c_str() : "cuda",
-      format_fixed(stats.pass1_seconds, 3).c_str(),
-      stats.vocab_reused ? " (vocabulary reused)" : "",
-      format_fixed(stats.pass2_seconds, 3).c_str(), format_bytes(stats.peak_rss_bytes).c_str());
+      passes.c_str(), format_bytes(stats.peak_rss_bytes).c_str());
   return kExitOk;
 }
 
@@ -175,7 +178,7 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
 Action add_criteo_preprocess_command(CLI::App& app) {
   auto c = std::make_shared<CriteoCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      kCommand, "preprocess Criteo click logs for DLRM/TorchRec (two passes, bounded memory)");
+      kCommand, "preprocess Criteo click logs for DLRM/TorchRec (bounded memory, resumable)");
   cmd->add_option("INPUT", c->inputs,
                   "day files in day order: TSV, gzip TSV or dlprep binary rows (with --days: "
                   "the directory holding day_0, day_1, ...)")
@@ -260,11 +263,13 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->check(CLI::Range(0, 4096).description(""))
       ->capture_default_str();
   cmd->footer(
-      "Two passes over the input: pass 1 builds per-column vocabularies in order of first\n"
-      "appearance (with counts); pass 2 maps values to contiguous IDs and writes the arrays.\n"
+      "Per column, the values get contiguous IDs in order of first appearance (vocabularies\n"
+      "with counts). One pass over the input where every ID is final at first sight (the\n"
+      "presets' conventions); with --min-freq, --vocab-from, --split-last or --emit-binary, two:\n"
+      "pass 1 builds the vocabularies, pass 2 maps the values and writes the arrays.\n"
       "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json. Memory is bounded\n"
       "by the vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"
-      "finished days. --device cuda runs both passes on the GPU; without CUDA in this build or\n"
+      "finished days. --device cuda runs the passes on the GPU; without CUDA in this build or\n"
       "without a device it exits 77 with the reason. See man dlprep-criteo-preprocess.\n"
       "\n"
       "Examples:\n"

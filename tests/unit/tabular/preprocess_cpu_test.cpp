@@ -1,6 +1,6 @@
 // The whole CPU pipeline on real Criteo rows (sample_data/criteo): golden outputs, and the
 // invariances that make it a reference: thread count, chunk size, gzip, binary input, decode
-// cache and resume never change a byte.
+// cache, a single pass and resume never change a byte.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,9 +9,10 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "criteo_test_rows.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/preprocess_backend.hpp"
-#include "criteo_test_rows.hpp"
+#include "tabular/writers.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
@@ -81,29 +82,122 @@ TEST_CASE("the piper preset reproduces the golden outputs of the DeepCTR rows") 
   check_same_files(out, kSamples / "expected_piper", kDay0);
 }
 
-TEST_CASE("outputs do not depend on the thread count, the chunk size or the decode cache") {
+TEST_CASE(
+    "outputs do not depend on the thread count, the chunk size, the decode cache or the "
+    "passes") {
   fs::path dir = scratch("invariance");
   fs::path day = big_day(dir);
   std::vector<fs::path> days = {day, kSamples / "nvtabular_day_0.gz"};
   PreprocessOptions ref = base(days, dir / "ref");
   ref.threads = 1;
   ref.decode_cache = DecodeCache::off;
-  preprocess(ref);
-  for (unsigned threads : {2u, 3u}) {
+  ref.single_pass = false;
+  CHECK_FALSE(preprocess(ref).single_pass);
+  enum class Mode { cache, no_cache, single };
+  for (unsigned threads : {1u, 2u, 3u}) {
     for (size_t chunk : {size_t{64} << 10, size_t{64} << 20}) {
-      for (DecodeCache cache : {DecodeCache::on, DecodeCache::off}) {
-        fs::path out = dir / ("t" + std::to_string(threads) + "_" + std::to_string(chunk) +
-                              (cache == DecodeCache::on ? "_cache" : ""));
+      for (Mode mode : {Mode::cache, Mode::no_cache, Mode::single}) {
+        INFO("threads " << threads << ", chunk " << chunk << ", mode " << static_cast<int>(mode));
+        fs::path out = dir / ("t" + std::to_string(threads) + "_" + std::to_string(chunk) + "_" +
+                              std::to_string(static_cast<int>(mode)));
         PreprocessOptions o = base(days, out);
         o.threads = threads;
         o.chunk_bytes = chunk;
-        o.decode_cache = cache;
+        o.decode_cache = mode == Mode::cache ? DecodeCache::on : DecodeCache::off;
+        o.single_pass = mode == Mode::single;
         PreprocessStats s = preprocess(o);
         CHECK(s.rows == 7000);
-        CHECK(s.decode_cache == (cache == DecodeCache::on));
+        CHECK(s.single_pass == (mode == Mode::single));
+        CHECK(s.decode_cache == (mode == Mode::cache));
         check_same_files(ref.out_dir, out, kDay01);
       }
     }
+  }
+}
+
+TEST_CASE("a single pass writes what two passes write, in every layout and ID convention") {
+  fs::path dir = scratch("single_pass");
+  fs::path day = big_day(dir);
+  // Text, gzip and binary days (binary rows of the DeepCTR rows), bad rows skipped in one.
+  PreprocessOptions e = base({kSamples / "deepctr_200.tsv"}, dir / "emit");
+  e.emit_binary = dir / "rows.bin";
+  e.output_format = OutputFormat::none;
+  preprocess(e);
+  std::string bad =
+      slurp(kSamples / "edge_cases.tsv") + "1\t2\t3\n" + slurp(kSamples / "deepctr_200.tsv");
+  put(dir / "bad.tsv", bad);
+  struct Variant {
+    const char* name;
+    OutputFormat format;
+    uint32_t modulus;  // 0: hashed columns
+    int64_t id_base;
+    bool apply_log;
+    double log_offset;
+    SplitLast split;
+    bool bad_rows;  // a day with a bad row, skipped (then a split takes two passes)
+  };
+  for (const Variant& v :
+       {Variant{"npy", OutputFormat::npy, 5000, 0, true, 1, SplitLast::none, true},
+        Variant{"npy_hashed_base2", OutputFormat::npy, 0, 2, true, 3, SplitLast::none, true},
+        Variant{"split_no_log", OutputFormat::split, 1000000, 1, false, 1, SplitLast::none, true},
+        Variant{"dlrm", OutputFormat::dlrm, 7, 0, true, 1, SplitLast::none, true},
+        Variant{"dlrm_test_val", OutputFormat::dlrm, 0, 0, false, 1, SplitLast::test_val, false},
+        Variant{"torchrec_val_test", OutputFormat::npy, 0, 2, true, 3, SplitLast::val_test, false},
+        Variant{"split_skip_bad", OutputFormat::npy, 5000, 0, true, 1, SplitLast::val_test,
+                true}}) {
+    INFO(v.name);
+    std::vector<fs::path> days = {day, kSamples / "nvtabular_day_0.gz", dir / "rows.bin",
+                                  dir / "bad.tsv"};
+    if (!v.bad_rows) days.back() = kSamples / "edge_cases.tsv";
+    const auto run = [&](bool single, unsigned threads) {
+      PreprocessOptions o = base(days, dir / (std::string(v.name) + (single ? "_1" : "_2")));
+      o.output_format = v.format;
+      o.modulus.fill(v.modulus);
+      o.id_base = v.id_base;
+      o.apply_log = v.apply_log && v.format != OutputFormat::dlrm;
+      o.log_offset = v.log_offset;
+      o.split_last = v.split;
+      o.on_bad_row = v.bad_rows ? BadRowPolicy::skip : BadRowPolicy::error;
+      o.chunk_bytes = size_t{64} << 10;
+      o.single_pass = single;
+      o.threads = threads;
+      PreprocessStats s = preprocess(o);
+      // A split last day can be counted first only where every line is a row.
+      CHECK(s.single_pass == (single && (v.split == SplitLast::none || !v.bad_rows)));
+      CHECK(s.bad_rows == (v.bad_rows ? 1 : 0));
+      return o.out_dir;
+    };
+    const fs::path two = run(false, 1), one = run(true, 2);
+    std::vector<std::string> stems = {"day_0", "day_1", "day_2", "day_3"};
+    if (v.split != SplitLast::none) stems.back() = "test", stems.push_back("val");
+    std::vector<std::string> files = {"vocab/C1_values.npy", "vocab/C26_counts.npy",
+                                      "vocab/vocab.json"};
+    for (const auto& stem : stems)
+      for (const auto& f : output_files(v.format, "", stem)) files.push_back(f.string());
+    check_same_files(two, one, files);
+  }
+}
+
+TEST_CASE("a single pass that fails leaves no output; its checkpoints publish the days before") {
+  fs::path dir = scratch("single_pass_failure");
+  put(dir / "bad.tsv", slurp(kSamples / "deepctr_200.tsv") + "1\t2\t3\n");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
+                                dir / "bad.tsv"};
+  for (OutputFormat format : {OutputFormat::npy, OutputFormat::split}) {
+    PreprocessOptions o = base(days, dir / "out");
+    o.output_format = format;
+    // Before any checkpoint: days 0 and 1 were complete, but none of their files appear, and the
+    // output directory the run created goes again (with the split layout's day directories).
+    CHECK_THROWS_WITH_AS(preprocess(o), doctest::Contains("bad.tsv:201: too few fields"), Error);
+    CHECK_FALSE(fs::exists(o.out_dir));
+    // A checkpoint after every day: the days it covers appear before it is written.
+    o.resume = true;
+    o.checkpoint_seconds = 0;
+    CHECK_THROWS_AS(preprocess(o), Error);
+    for (size_t d = 0; d < 3; ++d)
+      for (const auto& f : output_files(format, o.out_dir, "day_" + std::to_string(d)))
+        CHECK(fs::exists(f) == (d < 2));
+    fs::remove_all(o.out_dir);
   }
 }
 
@@ -142,18 +236,21 @@ TEST_CASE("binary rows written by emit_binary preprocess to the same outputs") {
   // Two binary days kept mapped between the passes (the decode cache of binary input), or
   // mapped again in pass 2, in chunks of 64 KiB: the same bytes either way.
   fs::copy_file(dir / "rows.bin", dir / "rows2.bin");
-  auto two_days = [&](const char* name, DecodeCache cache) {
+  auto two_days = [&](const char* name, DecodeCache cache, bool single) {
     PreprocessOptions o = base({dir / "rows.bin", dir / "rows2.bin"}, dir / name);
     o.input_format = InputFormat::bin;
     o.chunk_bytes = size_t{64} << 10;
     o.decode_cache = cache;
+    o.single_pass = single;
     return preprocess(o);
   };
-  CHECK(two_days("kept", DecodeCache::auto_select).decode_cache);
-  CHECK_FALSE(two_days("off", DecodeCache::off).decode_cache);
-  check_same_files(dir / "kept", dir / "off",
-                   {"day_0_dense.npy", "day_0_sparse.npy", "day_0_labels.npy", "day_1_dense.npy",
-                    "day_1_sparse.npy", "day_1_labels.npy"});
+  CHECK(two_days("kept", DecodeCache::auto_select, false).decode_cache);
+  CHECK_FALSE(two_days("off", DecodeCache::off, false).decode_cache);
+  CHECK(two_days("once", DecodeCache::auto_select, true).single_pass);
+  for (const char* other : {"off", "once"})
+    check_same_files(dir / "kept", dir / other,
+                     {"day_0_dense.npy", "day_0_sparse.npy", "day_0_labels.npy", "day_1_dense.npy",
+                      "day_1_sparse.npy", "day_1_labels.npy"});
   check_same_files(dir / "kept", dir / "b", kDay0);
   put(dir / "short.bin", slurp(dir / "rows.bin").substr(0, 64 + 160 * 3 + 7));
   PreprocessOptions s = base({dir / "short.bin"}, dir / "s");
@@ -340,29 +437,38 @@ TEST_CASE("stats.json carries the schema, rows, cardinalities and peak RSS") {
   CHECK(s.kept == s.cardinality);
 }
 
-TEST_CASE("a run interrupted in pass 1 continues after the last checkpointed day") {
+TEST_CASE("a run interrupted in pass 1 or its single pass continues after the last checkpoint") {
   fs::path dir = scratch("resume_pass1");
   std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
                                 kSamples / "edge_cases.tsv"};
   PreprocessOptions clean = base(days, dir / "clean");
+  clean.single_pass = false;
   preprocess(clean);
-  PreprocessOptions o = base(days, dir / "out");
-  o.resume = true;
-  o.checkpoint_seconds = 0;  // checkpoint after every day
-  // "Crash" when pass 1 reaches the third day (the progress callback throws).
-  o.progress = [&](const ProgressEvent& e) {
-    if (e.what == "pass 1" && e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
-  };
-  CHECK_THROWS_AS(preprocess(o), Error);
-  CHECK(fs::exists(dir / "out" / "vocab" / "vocab.json"));
-  o.progress = nullptr;
-  PreprocessStats s = preprocess(o);
-  CHECK(s.days_resumed_in_pass1 == 2);
-  CHECK_FALSE(s.vocab_reused);
-  CHECK(s.rows == 1240);
-  check_same_files(clean.out_dir, o.out_dir,
-                   {"day_0_sparse.npy", "day_1_sparse.npy", "day_2_sparse.npy", "day_2_dense.npy",
-                    "vocab/C1_values.npy", "vocab/C26_counts.npy"});
+  for (bool single : {false, true}) {
+    INFO("single pass " << single);
+    PreprocessOptions o = base(days, dir / (single ? "one" : "two"));
+    o.resume = true;
+    o.checkpoint_seconds = 0;  // checkpoint after every day
+    o.single_pass = single;
+    // "Crash" when the pass reaches the third day (the progress callback throws).
+    const std::string pass = single ? "single pass" : "pass 1";
+    o.progress = [&](const ProgressEvent& e) {
+      if (e.what == pass && e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
+    };
+    CHECK_THROWS_AS(preprocess(o), Error);
+    CHECK(fs::exists(o.out_dir / "vocab" / "vocab.json"));
+    o.progress = nullptr;
+    PreprocessStats s = preprocess(o);
+    CHECK(s.days_resumed_in_pass1 == 2);
+    CHECK(s.single_pass == single);
+    CHECK(s.days[0].skipped == single);  // a single pass's checkpoint covers the outputs too
+    CHECK_FALSE(s.days[2].skipped);
+    CHECK_FALSE(s.vocab_reused);
+    CHECK(s.rows == 1240);
+    check_same_files(clean.out_dir, o.out_dir,
+                     {"day_0_sparse.npy", "day_1_sparse.npy", "day_2_sparse.npy", "day_2_dense.npy",
+                      "vocab/C1_values.npy", "vocab/C26_counts.npy"});
+  }
 }
 
 TEST_CASE("the split layout holds the same values as the npy layout, one file per column") {

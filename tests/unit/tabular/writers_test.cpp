@@ -76,8 +76,35 @@ TEST_CASE("a day whose rows differ from its announced count is not committed") {
     FAIL("no throw");
   } catch (const Error& e) {
     CHECK(e.code() == Errc::corrupt_data);
-    CHECK(std::string(e.what()).find("5 rows in pass 1, 4 in pass 2") != std::string::npos);
+    CHECK(std::string(e.what()).find("5 rows counted first, 4 read later") != std::string::npos);
   }
   w.reset();
   CHECK(fs::is_empty(dir));
+}
+
+TEST_CASE("a finished day keeps its temporary names, and no descriptor, until committed") {
+  const fs::path dir = fresh("finish");
+  const auto open_descriptors = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+  };
+  const size_t before = open_descriptors();
+  auto w = open_day_writer(OutputFormat::split, dir, "day_0", std::nullopt);
+  write_rows(*w, 3);
+  CHECK(open_descriptors() == before + 2 + kNumSparse);
+  w->finish();
+  CHECK(open_descriptors() == before);
+  const auto files = output_files(OutputFormat::split, dir, "day_0");
+  for (const auto& f : files) CHECK_FALSE(fs::exists(f));
+  w->commit();
+  for (const auto& f : files) CHECK(fs::file_size(f) > 0);
+  // Finished, then dropped: no file, and no temporary one left behind.
+  auto d = open_day_writer(OutputFormat::npy, dir, "day_1", std::nullopt);
+  write_rows(*d, 2);
+  d->finish();
+  d.reset();
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  CHECK(entries == 1);  // day_0/
 }

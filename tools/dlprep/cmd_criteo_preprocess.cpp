@@ -251,9 +251,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda", "fpga", "auto"}).description(""))
       ->capture_default_str();
   cmd->add_option("--decode-cache", c->decode_cache,
-                  "keep pass 1's decoded rows (160 B/row) in an unnamed temp file in OUTDIR for "
-                  "pass 2 instead of decoding the text twice; binary input: keep the files mapped "
-                  "between the passes (auto: when there is room)")
+                  "with two passes: keep pass 1's decoded rows (160 B/row) in an unnamed temp "
+                  "file in OUTDIR for pass 2 instead of decoding the text twice; binary input: "
+                  "keep the files mapped between the passes (auto: when there is room)")
       ->type_name("auto|on|off")
       ->check(CLI::IsMember({"auto", "on", "off"}).description(""))
       ->capture_default_str();
@@ -265,8 +265,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->footer(
       "Per column, the values get contiguous IDs in order of first appearance (vocabularies\n"
       "with counts). One pass over the input where every ID is final at first sight (the\n"
-      "presets' conventions); with --min-freq, --vocab-from, --split-last or --emit-binary, two:\n"
-      "pass 1 builds the vocabularies, pass 2 maps the values and writes the arrays.\n"
+      "presets' conventions); with --min-freq, --vocab-from, --emit-binary, or --split-last\n"
+      "under --on-bad-row skip, two: pass 1 builds the vocabularies, pass 2 maps the values\n"
+      "and writes the arrays.\n"
       "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json. Memory is bounded\n"
       "by the vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"
       "finished days. --device cuda runs the passes on the GPU; without CUDA in this build or\n"

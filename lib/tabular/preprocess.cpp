@@ -219,11 +219,11 @@ class Run {
   /// `outputs`: a single pass's settings when the days before days_done have their outputs.
   void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
-  /// Each pass reads every input: done_bytes_ of passes_ times their size.
+  /// Each pass reads every input: done_bytes_ of passes_ times their size, and counted_bytes_.
   void report_progress(const char* pass, size_t day) const {
     if (o_.progress)
-      o_.progress(
-          ProgressEvent{pass, done_bytes_, total_input_bytes_ * passes_, o_.inputs[day].string()});
+      o_.progress(ProgressEvent{pass, done_bytes_, total_input_bytes_ * passes_ + counted_bytes_,
+                                o_.inputs[day].string()});
   }
   std::string stem(size_t day) const { return "day_" + std::to_string(day); }
   void report_bad_rows(size_t day, const TsvPieceResult& r, uint64_t line_base);
@@ -253,6 +253,7 @@ class Run {
   bool cache_has_indices_ = false;  // the decode cache holds first-appearance indices
   bool keep_rows_ = false;          // the backend may keep pass 1's rows for pass 2
   uint64_t passes_ = 2;             // over the inputs: 1 for a single pass
+  uint64_t counted_bytes_ = 0;      // read to count a split last day's rows (a single pass)
   json resumed_outputs_;            // the partial checkpoint's single-pass output settings
   double read_seconds_ = 0, write_seconds_ = 0;
   // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
@@ -630,10 +631,13 @@ bool Run::single_pass_allowed() const {
 uint64_t Run::count_rows(size_t day) {
   std::optional<InputReader> storage;
   InputReader& reader = open_reader(storage, day, false);
-  uint64_t rows = 0;
+  uint64_t rows = 0, last_bytes = 0;
   for (;;) {
     const InputChunk chunk = next_chunk(reader);
     if (chunk.empty()) break;
+    done_bytes_ += reader.file_bytes() - last_bytes;
+    last_bytes = reader.file_bytes();
+    report_progress("counting rows", day);
     rows += chunk.rows.size() / kNumFields;
     // Text chunks are whole lines, the last one given its '\n' by the reader.
     const char* p = chunk.text.data();
@@ -682,6 +686,8 @@ void Run::single_pass(size_t first_day) {
   backend_->begin_pass1(setup, vocab_);
   const bool discard = o_.discard_outputs;
   for (size_t day = 0; day < first_day; ++day) stats_.days[day].skipped = true;
+  if (!discard && day_stems(o_.inputs.size() - 1).size() == 2)
+    counted_bytes_ = regular_file_size(o_.inputs.back());
   std::vector<std::unique_ptr<DayWriter>> finished;  // complete days, not yet under their names
   const auto publish = [&] {
     PhaseTimer t(write_seconds_);

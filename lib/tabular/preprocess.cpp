@@ -15,8 +15,9 @@
 //
 // A single pass replaces both where the backend can (CPU, CUDA) and every ID is final when its
 // value is first seen: id_base plus the first-appearance index, with no --min-freq above 1 and
-// no --vocab-from. A split last day needs its row count first: its lines are counted before it
-// is read (under --on-bad-row error, where every line is a row or the run stops). Each day is then
+// no --vocab-from. A split last day needs its row count first: it is counted before it is read
+// (its lines under --on-bad-row error, where every line is a row or the run stops; its valid rows,
+// decoded on the host, under skip). Each day is then
 // transformed as it is read and its files completed at its end, under temporary names; they
 // appear with the next partial checkpoint, which records that the days before it have their
 // outputs (so that a rerun continues after them), or at the end of the run. A run that fails
@@ -79,6 +80,40 @@ class PhaseTimer {
   double& total_;
   Clock::time_point start_;
 };
+
+// The lines of a text chunk (whole lines, the last one given its '\n' by the reader).
+uint64_t count_lines(std::span<const char> text) {
+  uint64_t lines = 0;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end && (p = static_cast<const char*>(std::memchr(p, '\n', end - p))) != nullptr) {
+    ++lines;
+    ++p;
+  }
+  return lines;
+}
+
+// The rows of a text chunk that decode (malformed ones skipped), in `threads` parts cut at line
+// ends.
+uint64_t valid_rows(std::span<const char> text, unsigned threads) {
+  std::vector<size_t> cut(threads + 1, text.size());
+  cut[0] = 0;
+  for (size_t k = 1; k < threads; ++k) {
+    const size_t at = std::max(cut[k - 1], text.size() / threads * k);
+    const void* nl =
+        at < text.size() ? std::memchr(text.data() + at, '\n', text.size() - at) : nullptr;
+    cut[k] = nl ? static_cast<size_t>(static_cast<const char*>(nl) - text.data()) + 1 : text.size();
+  }
+  std::vector<uint64_t> rows(threads, 0);
+  parallel_for(threads, threads, [&](size_t k) {
+    if (cut[k] == cut[k + 1]) return;
+    std::vector<uint32_t> decoded;
+    rows[k] = decode_tsv(text.data() + cut[k], text.data() + cut[k + 1], false, decoded).rows;
+  });
+  uint64_t total = 0;
+  for (uint64_t r : rows) total += r;
+  return total;
+}
 
 // Removes `dir` and the directories below it, deepest first, where they are empty.
 void remove_empty_tree(const fs::path& dir) {
@@ -204,7 +239,7 @@ class Run {
   /// written by one with these output settings, and their outputs are all there.
   bool single_pass_resumable(size_t done) const;
   void single_pass(size_t first_day);
-  /// The rows of day `day`, counted before a single pass reads it (its lines: see the top).
+  /// The rows of day `day`, counted before a single pass reads it (see the top).
   uint64_t count_rows(size_t day);
   /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
   std::unique_ptr<DayWriter> open_writer(size_t day, std::optional<uint64_t> rows);
@@ -623,9 +658,7 @@ bool Run::single_pass_allowed() const {
   // IDs up to id_base + 2^30 - 1 (a hash column's table holds at most 2^30 values) fit in int32.
   constexpr int64_t kMaxIdBase = int64_t{1} << 30;
   return o_.single_pass && backend_->single_pass() && o_.output_format != OutputFormat::none &&
-         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary &&
-         (o_.split_last == SplitLast::none || o_.on_bad_row == BadRowPolicy::error) &&
-         o_.id_base <= kMaxIdBase;
+         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary && o_.id_base <= kMaxIdBase;
 }
 
 uint64_t Run::count_rows(size_t day) {
@@ -638,14 +671,10 @@ uint64_t Run::count_rows(size_t day) {
     done_bytes_ += reader.file_bytes() - last_bytes;
     last_bytes = reader.file_bytes();
     report_progress("counting rows", day);
-    rows += chunk.rows.size() / kNumFields;
-    // Text chunks are whole lines, the last one given its '\n' by the reader.
-    const char* p = chunk.text.data();
-    const char* const end = p + chunk.text.size();
-    while (p < end && (p = static_cast<const char*>(std::memchr(p, '\n', end - p))) != nullptr) {
-      ++rows;
-      ++p;
-    }
+    rows += chunk.rows.size() / kNumFields;  // binary rows are all valid
+    if (chunk.text.empty()) continue;
+    rows += o_.on_bad_row == BadRowPolicy::skip ? valid_rows(chunk.text, threads_)
+                                                : count_lines(chunk.text);
   }
   return rows;
 }

@@ -17,12 +17,14 @@
 // value is first seen: id_base plus the first-appearance index, with no --min-freq above 1 and
 // no --vocab-from. A split last day needs its row count first: it is counted before it is read
 // (its lines under --on-bad-row error, where every line is a row or the run stops; its valid rows,
-// decoded on the host, under skip). Each day is then
+// decoded on the host, under skip, and then only when that day is at most half of the input).
+// Each day is then
 // transformed as it is read and its files completed at its end, under temporary names; they
 // appear with the next partial checkpoint, which records that the days before it have their
 // outputs (so that a rerun continues after them), or at the end of the run. A run that fails
 // on a malformed row before its first checkpoint thus leaves no output, as two passes do.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -91,6 +93,35 @@ uint64_t count_lines(std::span<const char> text) {
     ++p;
   }
   return lines;
+}
+
+// The lines of a plain text file, counted over its mapping in `threads` parts (no copy); a last
+// line without '\n' counts too, as InputReader gives it one. nullopt when it cannot be mapped.
+std::optional<uint64_t> count_file_lines(const fs::path& path, unsigned threads) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  void* map = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);
+  if (size == 0) return 0;
+  if (map == MAP_FAILED) return std::nullopt;
+  ::madvise(map, size, MADV_SEQUENTIAL);
+  const char* text = static_cast<const char*>(map);
+  std::vector<uint64_t> lines(threads, 0);
+  parallel_for(threads, threads, [&](size_t k) {
+    const size_t begin = size / threads * k,
+                 end = k + 1 == threads ? size : size / threads * (k + 1);
+    lines[k] = count_lines({text + begin, end - begin});
+  });
+  uint64_t total = text[size - 1] != '\n' ? 1 : 0;
+  for (uint64_t n : lines) total += n;
+  ::munmap(map, size);
+  return total;
 }
 
 // The rows of a text chunk that decode (malformed ones skipped), in `threads` parts cut at line
@@ -657,11 +688,24 @@ void Run::pass2() {
 bool Run::single_pass_allowed() const {
   // IDs up to id_base + 2^30 - 1 (a hash column's table holds at most 2^30 values) fit in int32.
   constexpr int64_t kMaxIdBase = int64_t{1} << 30;
+  // Under --on-bad-row skip a split last day is decoded twice (once to count its rows): worth it
+  // while that day is at most half of the input, else two passes decode it twice at most too.
+  const bool split_counted = o_.split_last == SplitLast::none ||
+                             o_.on_bad_row == BadRowPolicy::error ||
+                             2 * regular_file_size(o_.inputs.back()) <= total_input_bytes_;
   return o_.single_pass && backend_->single_pass() && o_.output_format != OutputFormat::none &&
-         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary && o_.id_base <= kMaxIdBase;
+         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary && o_.id_base <= kMaxIdBase &&
+         split_counted;
 }
 
 uint64_t Run::count_rows(size_t day) {
+  if (kinds_[day] == FileKind::tsv && preloaded_.empty() && o_.on_bad_row == BadRowPolicy::error) {
+    if (const std::optional<uint64_t> lines = count_file_lines(o_.inputs[day], threads_)) {
+      done_bytes_ += regular_file_size(o_.inputs[day]);
+      report_progress("counting rows", day);
+      return *lines;
+    }
+  }
   std::optional<InputReader> storage;
   InputReader& reader = open_reader(storage, day, false);
   uint64_t rows = 0, last_bytes = 0;

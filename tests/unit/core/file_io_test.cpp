@@ -1,5 +1,6 @@
-#include <doctest/doctest.h>
+#include "core/file_io.hpp"
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,18 +11,13 @@
 #include <thread>
 
 #include "core/error.hpp"
-#include "core/file_io.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 namespace fs = std::filesystem;
 
 namespace {
-fs::path scratch(const char* name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "file_io" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("file_io", name); }
 }  // namespace
 
 TEST_CASE("write_file_atomic creates parent folders and read_file reads it back") {

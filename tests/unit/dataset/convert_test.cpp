@@ -16,6 +16,7 @@
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
 #include "dataset/sample_source.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::dataset;
@@ -23,12 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "dataset-convert" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("dataset-convert", name); }
 
 // sample_data/images as an ImageFolder tree: three classes by file name, plus a non-image file.
 fs::path make_tree(const fs::path& root) {

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::dataset;
@@ -13,12 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "dataset" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("dataset", name); }
 
 SampleRecord record(uint64_t i) {
   SampleRecord r;

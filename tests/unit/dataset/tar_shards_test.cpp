@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "dataset/tar_format.hpp"
 #include "image/codec.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::dataset;
@@ -17,12 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "tar-shards" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("tar-shards", name); }
 
 // Sample i: 1000 + i bytes of a ppm-looking payload, class "a" or "b" (or none for i % 5 == 4).
 struct Sample {

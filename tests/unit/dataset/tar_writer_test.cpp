@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "dataset/tar_format.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::dataset;
@@ -15,12 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "tar-writer" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("tar-writer", name); }
 
 ByteSpan text(const std::string& s) {
   return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());

@@ -13,6 +13,7 @@
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/preprocess_backend.hpp"
 #include "tabular/writers.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
@@ -23,12 +24,7 @@ namespace {
 
 const fs::path kSamples = fs::path(DLPREP_SAMPLE_DATA) / "criteo";
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "criteo" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return test_scratch::fresh("criteo", name); }
 
 std::string slurp(const fs::path& p) {
   Bytes b = read_file(p);

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "tabular/npy_format.hpp"
+#include "test_scratch.hpp"
 
 using namespace dlprep;
 using namespace dlprep::tabular;
@@ -18,12 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh(const std::string& name) {
-  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "writers" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path fresh(const std::string& name) { return test_scratch::fresh("writers", name); }
 
 // `rows` rows with distinct values in every field, written in blocks of at most 3 rows.
 void write_rows(DayWriter& w, size_t rows) {

@@ -13,16 +13,17 @@
 //           written through AtomicFile; the row count is known from pass 1, so .npy headers go
 //           first.
 //
-// A single pass replaces both where the backend can (CPU, CUDA) and every ID is final when its
-// value is first seen: id_base plus the first-appearance index, with no --min-freq above 1 and
-// no --vocab-from. A split last day needs its row count first: it is counted before it is read
-// (its lines under --on-bad-row error, where every line is a row or the run stops; its valid rows,
-// decoded on the host, under skip, and then only when that day is at most half of the input).
-// Each day is then
-// transformed as it is read and its files completed at its end, under temporary names; they
-// appear with the next partial checkpoint, which records that the days before it have their
-// outputs (so that a rerun continues after them), or at the end of the run. A run that fails
-// on a malformed row before its first checkpoint thus leaves no output, as two passes do.
+// A single pass replaces both where every ID is final when its value is first seen: id_base
+// plus the first-appearance index, with no --min-freq above 1, on a backend whose GenVocab
+// assigns it (CPU, CUDA); or the ID of a --vocab-from vocabulary, by pass 2 alone (whose
+// checkpoint is then state.json, with the counts of the days it lists). A split last day needs
+// its row count first: it is counted before it is read (its lines under --on-bad-row error,
+// where every line is a row or the run stops; its valid rows, decoded on the host, under skip,
+// and then only when that day is at most half of the input). Each day is then transformed as it
+// is read and its files completed at its end, under temporary names; they appear with the next
+// partial checkpoint, which records that the days before it have their outputs (so that a rerun
+// continues after them), or at the end of the run. A run that fails on a malformed row before
+// its first checkpoint thus leaves no output, as two passes do.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -34,6 +35,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -182,6 +184,10 @@ std::string output_format_name(OutputFormat f) {
   return "none";
 }
 
+const char* bad_row_policy_name(BadRowPolicy p) {
+  return p == BadRowPolicy::skip ? "skip" : "error";
+}
+
 json file_identity(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
@@ -256,9 +262,10 @@ class Run {
   InputReader& open_reader(std::optional<InputReader>& storage, size_t day, bool cached);
   InputChunk next_chunk(InputReader& reader);
   void pass1(bool build_vocab, size_t first_day = 0);
-  /// Pass 1 (or a single pass) over day `day`: every chunk to the backend, then its flush.
-  void read_day(InputReader& reader, size_t day, const char* pass, const PieceSink& sink,
-                const IndexRowsSink& index_sink);
+  /// Every chunk of day `day` from `reader` through `process`, then the backend's flush; progress
+  /// in the day's input bytes (`cached`: the decode cache's share of them).
+  void read_day(InputReader& reader, size_t day, const char* pass, bool cached,
+                const std::function<void(const InputChunk&)>& process);
   /// Whether a partial checkpoint is due after day `day`.
   bool checkpoint_due(size_t day) const;
   /// The partial checkpoint after day `day`; `outputs` as save_vocab's.
@@ -270,6 +277,17 @@ class Run {
   /// written by one with these output settings, and their outputs are all there.
   bool single_pass_resumable(size_t done) const;
   void single_pass(size_t first_day);
+  /// The single pass of --vocab-from: pass 2 alone, the IDs being known before any row is read.
+  void vocab_single_pass();
+  /// Day `day` of a single pass: its files opened (a split day's rows counted first), each chunk
+  /// given to `process` with the sink that counts its rows and writes them, the files finished
+  /// under their temporary names; nullptr with discard_outputs.
+  std::unique_ptr<DayWriter> single_pass_day(
+      size_t day, const std::function<void(const InputChunk&, const PieceSink&)>& process);
+  /// Gives each finished day's files their names.
+  void publish(std::vector<std::unique_ptr<DayWriter>>& finished);
+  /// The IDs: each column's vocabulary finalised (min_freq, id_base, OOV).
+  void finalize_vocab();
   /// The rows of day `day`, counted before a single pass reads it (see the top).
   uint64_t count_rows(size_t day);
   /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
@@ -281,7 +299,12 @@ class Run {
   json single_pass_outputs() const;
   std::vector<std::string> day_stems(size_t day) const;
   bool outputs_exist(size_t day) const;
+  /// state.json: the days complete under `fp2`, with every day's counts.
   void save_state(const json& fp2, const std::vector<size_t>& days_done);
+  /// The days state.json records as complete under `fp2` whose files are all there. With
+  /// `restore_counts`, only those whose counts it records too, restored into stats_.days (a
+  /// single pass has no pass 1 to count them).
+  std::vector<size_t> days_done(const json& fp2, bool restore_counts);
   /// `outputs`: a single pass's settings when the days before days_done have their outputs.
   void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
@@ -328,6 +351,7 @@ class Run {
   std::vector<size_t> preloaded_bytes_;
   std::unique_ptr<PreprocessBackend>& backend_;
   bool finished_ = false;  // the backend is idle and may serve the next run
+  bool ids_final_ = false;  // finalize_vocab() ran
 };
 
 void Run::validate() {
@@ -502,33 +526,49 @@ void Run::pass1(bool build_vocab, size_t first_day) {
         write_cache(day, reinterpret_cast<const uint8_t*>(rows), n * kBinaryRowBytes);
       };
     }
-    read_day(reader, day, "pass 1", sink, index_sink);
+    read_day(reader, day, "pass 1", false,
+             [&](const InputChunk& chunk) { backend_->pass1_chunk(day, chunk, sink, index_sink); });
     if (build_vocab && checkpoint_due(day)) checkpoint_after(day, json());
   }
   if (build_vocab) backend_->sync_vocab();
 }
 
-void Run::read_day(InputReader& reader, size_t day, const char* pass, const PieceSink& sink,
-                   const IndexRowsSink& index_sink) {
+void Run::read_day(InputReader& reader, size_t day, const char* pass, bool cached,
+                   const std::function<void(const InputChunk&)>& process) {
+  DayStats& ds = stats_.days[day];
+  // A decode cache holds pass 1's rows, 160 bytes each: its bytes stand for the input's.
+  const double input_per_cache_byte =
+      static_cast<double>(ds.input_bytes) /
+      static_cast<double>(std::max<uint64_t>(ds.rows * kBinaryRowBytes, 1));
   uint64_t last_bytes = 0;
+  const auto advance = [&](uint64_t now) {
+    if (now <= last_bytes) return;
+    done_bytes_ += now - last_bytes;
+    last_bytes = now;
+  };
   for (;;) {
     InputChunk chunk = next_chunk(reader);
     if (chunk.empty()) break;
-    backend_->pass1_chunk(day, chunk, sink, index_sink);
-    uint64_t now = reader.file_bytes();
-    done_bytes_ += now - last_bytes;
-    last_bytes = now;
+    process(chunk);
+    advance(cached ? std::min(static_cast<uint64_t>(static_cast<double>(reader.file_bytes()) *
+                                                    input_per_cache_byte),
+                              ds.input_bytes)
+                   : reader.file_bytes());
     check_memory(pass);
     report_progress(pass, day);
   }
   backend_->flush();
-  stats_.days[day].input_bytes = reader.file_bytes();
+  if (!cached) ds.input_bytes = reader.file_bytes();
+  if (last_bytes < ds.input_bytes) {
+    advance(ds.input_bytes);
+    report_progress(pass, day);
+  }
 }
 
 bool Run::checkpoint_due(size_t day) const {
   // At most once every checkpoint_seconds, so that a rerun after a crash continues with the next
-  // day (short runs never pay for it).
-  return o_.resume && o_.write_vocab && day + 1 < o_.inputs.size() &&
+  // day (short runs never pay for it). With --vocab-from it is state.json alone.
+  return o_.resume && (o_.write_vocab || o_.vocab_from) && day + 1 < o_.inputs.size() &&
          seconds_since(last_checkpoint_) >= o_.checkpoint_seconds;
 }
 
@@ -550,8 +590,7 @@ Pass2Setup Run::pass2_setup() const {
 }
 
 json Run::pass2_fingerprint() const {
-  json fp2 = {{"vocab_rows", stats_.rows},
-              {"cardinality", stats_.cardinality},
+  json fp2 = {{"cardinality", stats_.cardinality},
               {"output_format", output_format_name(o_.output_format)},
               {"min_freq", o_.min_freq},
               {"id_base", o_.id_base},
@@ -559,8 +598,14 @@ json Run::pass2_fingerprint() const {
               {"apply_log", o_.apply_log},
               {"log_offset", o_.log_offset},
               {"split_last", static_cast<int>(o_.split_last)},
+              {"on_bad_row", bad_row_policy_name(o_.on_bad_row)},
               {"vocab_from", o_.vocab_from ? o_.vocab_from->string() : ""}};
-  if (o_.vocab_from) {
+  if (!o_.vocab_from) {
+    // The vocabulary built from the inputs, as far as its size tells.
+    uint64_t rows = 0;
+    for (const auto& d : stats_.days) rows += d.rows;
+    fp2["vocab_rows"] = rows;
+  } else {
     // A rebuilt vocabulary at the same path must not reuse outputs made with the old one.
     fs::path dir = *o_.vocab_from;
     fp2["vocab_from_id"] = file_identity(
@@ -586,34 +631,56 @@ bool Run::outputs_exist(size_t day) const {
 }
 
 void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
-  json st = {{"schema", "dlprep.criteo-state/1"}, {"pass2", fp2}, {"days_done", days_done}};
+  json days = json::array();
+  for (const auto& d : stats_.days)
+    days.push_back({{"rows", d.rows}, {"bad_rows", d.bad_rows}, {"input_bytes", d.input_bytes}});
+  json st = {{"schema", "dlprep.criteo-state/1"},
+             {"pass2", fp2},
+             {"days_done", days_done},
+             {"days", days}};
   PhaseTimer t(write_seconds_);
   write_json(o_.out_dir / "state.json", st);
+}
+
+std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
+  std::vector<size_t> done;
+  const fs::path path = o_.out_dir / "state.json";
+  if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return done;
+  try {
+    const json st = read_json(path);
+    if (st.value("pass2", json()) != fp2) return done;
+    const json days = st.value("days", json::array());
+    for (const json& d : st.at("days_done")) {
+      const auto day = d.get<size_t>();
+      if (day >= o_.inputs.size() || !outputs_exist(day)) continue;
+      if (restore_counts) {
+        if (!days.is_array() || day >= days.size()) continue;
+        DayStats& ds = stats_.days[day];
+        ds.rows = days[day].at("rows").get<uint64_t>();
+        ds.bad_rows = days[day].at("bad_rows").get<uint64_t>();
+        ds.input_bytes = days[day].at("input_bytes").get<uint64_t>();
+      }
+      done.push_back(day);
+    }
+  } catch (const Error&) {
+    done.clear();  // an unreadable state file only means nothing is reused
+  } catch (const json::exception&) {
+    done.clear();
+  }
+  return done;
 }
 
 void Run::pass2() {
   backend_->begin_pass2(pass2_setup(), vocab_);
   const bool discard = o_.discard_outputs;
-
   // Pass-2 resume state: which days are complete under these exact output settings.
   const json fp2 = pass2_fingerprint();
-  fs::path state_path = o_.out_dir / "state.json";
-  std::vector<size_t> done_days;
-  if (o_.resume && !discard && fs::exists(state_path)) {
-    try {
-      json st = read_json(state_path);
-      if (st.value("pass2", json()) == fp2)
-        for (auto& d : st["days_done"]) done_days.push_back(d.get<size_t>());
-    } catch (const Error&) {
-      // An unreadable state file only means nothing is reused.
-    }
-  }
+  const std::vector<size_t> done_days = days_done(fp2, false);
   std::vector<size_t> completed;
 
   for (size_t day = 0; day < o_.inputs.size(); ++day) {
     DayStats& ds = stats_.days[day];
-    if (std::find(done_days.begin(), done_days.end(), day) != done_days.end() &&
-        outputs_exist(day)) {
+    if (std::find(done_days.begin(), done_days.end(), day) != done_days.end()) {
       ds.skipped = true;
       completed.push_back(day);
       done_bytes_ += ds.input_bytes;
@@ -624,7 +691,7 @@ void Run::pass2() {
       PhaseTimer t(write_seconds_);
       writer = open_writer(day, ds.rows);
     }
-    uint64_t lines = 0, rows = 0, last_bytes = 0;
+    uint64_t lines = 0, rows = 0;
     PieceSink sink = [&](const PieceOutput& p) {
       report_bad_rows(day, p.result, lines);
       lines += p.result.lines;
@@ -637,33 +704,16 @@ void Run::pass2() {
     if (backend_->kept_day(day)) {
       backend_->pass2_kept_day(day, sink);
       backend_->flush();
+      done_bytes_ += ds.input_bytes;
+      report_progress("pass 2", day);
     } else {
       std::optional<InputReader> reader_storage;
       InputReader& reader = open_reader(reader_storage, day, cached);
       const bool indices = cached && cache_has_indices_;
-      for (;;) {
-        InputChunk chunk = next_chunk(reader);
-        if (chunk.empty()) break;
-        backend_->pass2_chunk(chunk, indices, sink);
-        // The decode cache is not the input: count the day's share of its rows delivered.
-        uint64_t now =
-            cached ? static_cast<uint64_t>(static_cast<double>(ds.input_bytes) *
-                                           static_cast<double>(rows) /
-                                           static_cast<double>(std::max<uint64_t>(ds.rows, 1)))
-                   : reader.file_bytes();
-        now = std::clamp(now, last_bytes, ds.input_bytes);
-        done_bytes_ += now - last_bytes;
-        last_bytes = now;
-        check_memory("pass 2");
-        report_progress("pass 2", day);
-      }
-      backend_->flush();
+      read_day(reader, day, "pass 2", cached,
+               [&](const InputChunk& chunk) { backend_->pass2_chunk(chunk, indices, sink); });
     }
     if (day < kept_maps_.size()) kept_maps_[day].reset();  // unmapped once its reader is gone
-    if (last_bytes < ds.input_bytes) {  // kept on the device, or rows delivered at the flush
-      done_bytes_ += ds.input_bytes - last_bytes;
-      report_progress("pass 2", day);
-    }
     if (discard && rows != ds.rows) {
       // What the writers check at commit (writers.cpp), when there are none.
       throw Error(Errc::corrupt_data, stem(day) + ": the input changed between the passes (" +
@@ -675,7 +725,6 @@ void Run::pass2() {
       writer->commit();
     }
     if (cached) {
-      done_bytes_ += ds.input_bytes;
       ::close(cache_fds_[day]);  // frees the decoded rows of this day at once
       cache_fds_[day] = -1;
     }
@@ -693,8 +742,11 @@ bool Run::single_pass_allowed() const {
   const bool split_counted = o_.split_last == SplitLast::none ||
                              o_.on_bad_row == BadRowPolicy::error ||
                              2 * regular_file_size(o_.inputs.back()) <= total_input_bytes_;
-  return o_.single_pass && backend_->single_pass() && o_.output_format != OutputFormat::none &&
-         o_.min_freq <= 1 && !o_.vocab_from && !o_.emit_binary && o_.id_base <= kMaxIdBase &&
+  // Every ID is final at first sight: from a given vocabulary (pass 2 alone, which every
+  // backend has), or from the first-appearance index (the backend's GenVocab assigns it).
+  const bool ids_known =
+      o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase);
+  return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && !o_.emit_binary &&
          split_counted;
 }
 
@@ -762,43 +814,110 @@ void Run::single_pass(size_t first_day) {
   if (!discard && day_stems(o_.inputs.size() - 1).size() == 2)
     counted_bytes_ = regular_file_size(o_.inputs.back());
   std::vector<std::unique_ptr<DayWriter>> finished;  // complete days, not yet under their names
-  const auto publish = [&] {
-    PhaseTimer t(write_seconds_);
-    for (auto& w : finished) w->commit();
-    finished.clear();
-  };
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
-    std::optional<InputReader> reader_storage;
-    InputReader& reader = open_reader(reader_storage, day, false);
-    DayStats& ds = stats_.days[day];
-    ds.rows = ds.bad_rows = 0;
-    std::unique_ptr<DayWriter> writer;
-    if (!discard) {
-      const std::optional<uint64_t> rows =
-          day_stems(day).size() == 2 ? std::optional<uint64_t>(count_rows(day)) : std::nullopt;
-      PhaseTimer t(write_seconds_);
-      writer = open_writer(day, rows);
-    }
-    uint64_t lines = 0;
-    PieceSink sink = [&](const PieceOutput& p) {
-      count_piece(day, p.result, lines);
-      if (p.result.rows == 0 || !writer) return;
-      PhaseTimer t(write_seconds_);
-      writer->write(p.block);
-    };
-    read_day(reader, day, "single pass", sink, IndexRowsSink());
-    if (writer) {
-      PhaseTimer t(write_seconds_);
-      writer->finish();
+    if (auto writer = single_pass_day(day, [&](const InputChunk& chunk, const PieceSink& sink) {
+          backend_->pass1_chunk(day, chunk, sink, IndexRowsSink());
+        }))
       finished.push_back(std::move(writer));
-    }
     if (checkpoint_due(day)) {
-      publish();  // first: the checkpoint records that the days before it have their outputs
+      publish(finished);  // first: the checkpoint records that the days before it have their files
       checkpoint_after(day, discard ? json() : single_pass_outputs());
     }
   }
-  publish();
+  publish(finished);
   backend_->sync_vocab();
+}
+
+void Run::vocab_single_pass() {
+  passes_ = 1;
+  backend_->begin_pass2(pass2_setup(), vocab_);
+  const json fp2 = pass2_fingerprint();
+  // The checkpoint is state.json, which also records the counts of the days it lists.
+  const std::vector<size_t> done = days_done(fp2, true);
+  const auto is_done = [&](size_t day) {
+    return std::find(done.begin(), done.end(), day) != done.end();
+  };
+  const size_t last = o_.inputs.size() - 1;
+  if (!o_.discard_outputs && day_stems(last).size() == 2 && !is_done(last))
+    counted_bytes_ = regular_file_size(o_.inputs.back());
+  std::vector<size_t> completed, finished_days;
+  std::vector<std::unique_ptr<DayWriter>> finished;
+  const auto checkpoint = [&] {
+    publish(finished);
+    completed.insert(completed.end(), finished_days.begin(), finished_days.end());
+    finished_days.clear();
+    save_state(fp2, completed);
+    last_checkpoint_ = Clock::now();
+  };
+  for (size_t day = 0; day < o_.inputs.size(); ++day) {
+    if (is_done(day)) {
+      stats_.days[day].skipped = true;
+      completed.push_back(day);
+      done_bytes_ += stats_.days[day].input_bytes;
+      continue;
+    }
+    if (auto writer = single_pass_day(day, [&](const InputChunk& chunk, const PieceSink& sink) {
+          backend_->pass2_chunk(chunk, false, sink);
+        })) {
+      finished.push_back(std::move(writer));
+      finished_days.push_back(day);
+    }
+    if (o_.discard_outputs) continue;  // no state either
+    if (checkpoint_due(day)) checkpoint();
+  }
+  if (!o_.discard_outputs) checkpoint();
+}
+
+std::unique_ptr<DayWriter> Run::single_pass_day(
+    size_t day, const std::function<void(const InputChunk&, const PieceSink&)>& process) {
+  DayStats& ds = stats_.days[day];
+  ds.rows = ds.bad_rows = 0;
+  std::unique_ptr<DayWriter> writer;
+  if (!o_.discard_outputs) {
+    const std::optional<uint64_t> rows =
+        day_stems(day).size() == 2 ? std::optional<uint64_t>(count_rows(day)) : std::nullopt;
+    PhaseTimer t(write_seconds_);
+    writer = open_writer(day, rows);
+  }
+  std::optional<InputReader> reader_storage;
+  InputReader& reader = open_reader(reader_storage, day, false);
+  uint64_t lines = 0;
+  const PieceSink sink = [&](const PieceOutput& p) {
+    count_piece(day, p.result, lines);
+    if (p.result.rows == 0 || !writer) return;
+    PhaseTimer t(write_seconds_);
+    writer->write(p.block);
+  };
+  read_day(reader, day, "single pass", false,
+           [&](const InputChunk& chunk) { process(chunk, sink); });
+  if (writer) {
+    PhaseTimer t(write_seconds_);
+    writer->finish();
+  }
+  return writer;
+}
+
+void Run::publish(std::vector<std::unique_ptr<DayWriter>>& finished) {
+  PhaseTimer t(write_seconds_);
+  for (auto& w : finished) w->commit();
+  finished.clear();
+}
+
+void Run::finalize_vocab() {
+  for (int j = 0; j < kNumSparse; ++j) {
+    stats_.cardinality[j] = vocab_[j].size();
+    int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : -1);
+    if (oov < 0) {
+      // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
+      int64_t kept = 0;
+      for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
+      oov = o_.id_base + kept;
+    }
+    if (oov > INT32_MAX) throw Error(Errc::limit_exceeded, "OOV ID does not fit in int32");
+    stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
+                                        static_cast<int32_t>(oov));
+  }
+  ids_final_ = true;
 }
 
 void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
@@ -983,7 +1102,7 @@ PreprocessStats Run::run() {
   json pass1_fp = {{"inputs", inputs},
                    {"input_format", input_format_name(o_.input_format)},
                    {"modulus", modulus_},
-                   {"on_bad_row", o_.on_bad_row == BadRowPolicy::skip ? "skip" : "error"}};
+                   {"on_bad_row", bad_row_policy_name(o_.on_bad_row)}};
 
   pass1_fp_ = pass1_fp;
   if (o_.preload_inputs) {
@@ -1000,7 +1119,14 @@ PreprocessStats Run::run() {
   if (o_.vocab_from) {
     load_vocab_from(*o_.vocab_from);
     stats_.vocab_reused = true;
-    pass1(false);  // counts rows (the .npy headers need them) and validates every row
+    stats_.single_pass = single_pass_allowed();
+    if (stats_.single_pass) {
+      use_cache_ = keep_maps_ = false;  // nothing is read twice
+      finalize_vocab();                 // the IDs are known before any row is read
+      vocab_single_pass();
+    } else {
+      pass1(false);  // counts rows (the .npy headers need them) and validates every row
+    }
   } else if (size_t done = o_.emit_binary ? 0 : try_resume_vocab(pass1_fp);
              done == o_.inputs.size()) {
     stats_.vocab_reused = true;
@@ -1026,11 +1152,6 @@ PreprocessStats Run::run() {
     PhaseTimer t(write_seconds_);
     emit_->commit();
   }
-  for (const auto& d : stats_.days) {
-    stats_.rows += d.rows;
-    stats_.bad_rows += d.bad_rows;
-  }
-  for (int j = 0; j < kNumSparse; ++j) stats_.cardinality[j] = vocab_[j].size();
   if (!stats_.vocab_reused && o_.write_vocab) {
     PhaseTimer t(write_seconds_);
     save_vocab(pass1_fp, o_.inputs.size());
@@ -1038,27 +1159,20 @@ PreprocessStats Run::run() {
   stats_.pass1_seconds = seconds_since(t1);
 
   auto t2 = Clock::now();
-  for (int j = 0; j < kNumSparse; ++j) {
-    int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : -1);
-    if (oov < 0) {
-      // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
-      int64_t kept = 0;
-      for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
-      oov = o_.id_base + kept;
-    }
-    if (oov > INT32_MAX) throw Error(Errc::limit_exceeded, "OOV ID does not fit in int32");
-    stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
-                                        static_cast<int32_t>(oov));
-  }
-  if (stats_.single_pass) {
+  if (!ids_final_) finalize_vocab();
+  if (stats_.single_pass && !o_.vocab_from) {
     // A rerun finds every day done, as after pass 2.
     if (!o_.discard_outputs) {
       std::vector<size_t> all(o_.inputs.size());
       for (size_t d = 0; d < all.size(); ++d) all[d] = d;
       save_state(pass2_fingerprint(), all);
     }
-  } else if (pass2_runs) {
+  } else if (!stats_.single_pass && pass2_runs) {
     pass2();
+  }
+  for (const auto& d : stats_.days) {
+    stats_.rows += d.rows;
+    stats_.bad_rows += d.bad_rows;
   }
   backend_->flush();
   finished_ = true;  // nothing in flight: the backend may serve the Preprocessor's next run

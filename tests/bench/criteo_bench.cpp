@@ -1,7 +1,8 @@
 // The Criteo benchmark (tests/bench/criteo_bench.sh runs it): in one process and one run, the
 // memchr line-count ceiling, the straightforward C++ baseline, and dlprep's CPU pipeline on UTF-8,
 // gzip and binary input (a single pass, the default where every ID is final at first sight; UTF-8
-// and binary rows also in two passes, what the single pass gains); every output checked against
+// and binary rows also in two passes, what the single pass gains; UTF-8 with its own vocabulary
+// given, --vocab-from, in one pass and two); every output checked against
 // the baseline's (or the UTF-8 run's) before any time is reported. Timing through
 // lib/core/timing.hpp (warm-up, median, min).
 //
@@ -31,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,7 +80,8 @@ bool same_outputs(const fs::path& a, const fs::path& b) {
 // removed first, untimed (replacing them would otherwise charge the kernel's eviction of the old
 // files' pages to this run).
 TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::string& input,
-                        const fs::path& out, uint64_t& rows, bool single_pass = true) {
+                        const fs::path& out, uint64_t& rows, bool single_pass = true,
+                        const std::optional<fs::path>& vocab_from = std::nullopt) {
   return measure_self_timed(params, [&](bool) {
     fs::remove_all(out);
     Stopwatch sw;
@@ -90,6 +93,7 @@ TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::st
     o.resume = false;
     o.decode_cache = a.cache;
     o.single_pass = single_pass;
+    o.vocab_from = vocab_from;
     rows = tabular::preprocess(o).rows;
     return sw.seconds();
   });
@@ -438,6 +442,13 @@ int main(int argc, char** argv) {
   {
     fs::path out = scratch / "dlprep_utf8_2";
     rows.push_back({"dlprep UTF-8, two passes", time_dlprep(a, params, a.input, out, n, false), n});
+    if (!same_outputs(out_utf8, out)) return 3;
+    // Its own vocabulary given (--vocab-from, as for a test day): the same IDs.
+    rows.push_back(
+        {"dlprep UTF-8, --vocab-from", time_dlprep(a, params, a.input, out, n, true, out_utf8), n});
+    if (!same_outputs(out_utf8, out)) return 3;
+    rows.push_back({"dlprep UTF-8, --vocab-from, two passes",
+                    time_dlprep(a, params, a.input, out, n, false, out_utf8), n});
     if (!same_outputs(out_utf8, out)) return 3;
   }
 

@@ -74,10 +74,17 @@ contains progress "$T/progress.err" "criteo-preprocess (single pass): "
 contains progress "$T/progress.err" " MB (100%)"
 expect progress2 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset piper --min-freq 2 "$S/nvtabular_day_0.gz" -o "$T/o11"
 contains progress2 "$T/progress2.err" "criteo-preprocess (pass 2): "
-contains progress2 "$T/progress2.err" " MB (100%)"
+contains progress2 "$T/progress2.err" "criteo-preprocess (pass 2): 0.1/0.1 MB (100%)"
 # A split last day in a single pass: its rows counted first, that read in the total too.
 expect progress_split 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset torchrec "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o12"
 contains progress_split "$T/progress_split.err" "criteo-preprocess (single pass): 0.2/0.2 MB (100%)"
+# --vocab-from reads its inputs once too (its IDs are known); a rerun finds the day done, with
+# its counts from state.json.
+expect vocab_from 0 "$DLPREP" --progress always criteo-preprocess --vocab-from "$T/o10" "$S/nvtabular_day_0.gz" -o "$T/o13"
+contains vocab_from "$T/vocab_from.err" "criteo-preprocess (single pass): 0.1/0.1 MB (100%)"
+contains vocab_from "$T/vocab_from.out" "1000 rows in .*a single pass"
+expect vocab_from_rerun 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o10" "$S/nvtabular_day_0.gz" -o "$T/o13"
+contains vocab_from_rerun "$T/vocab_from_rerun.out" "1000  *0  *71676  *up to date"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"

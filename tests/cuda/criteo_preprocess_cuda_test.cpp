@@ -9,8 +9,9 @@
 // from gen_criteo (several chunk sizes, days, moduli flat and hashed, min-freq, presets and
 // layouts), gzip and binary input, malformed rows (same file:line message; skipped rows counted),
 // CRLF and a last line without '\n', dense values across the whole int32 range with several log
-// offsets, a vocabulary continued from a pass-1 checkpoint, --vocab-from, rows kept on the device
-// or read again, preloaded inputs, and a Preprocessor that keeps its backend from run to run.
+// offsets, a vocabulary continued from a pass-1 checkpoint, --vocab-from (in one pass and two),
+// rows kept on the device or read again, preloaded inputs, and a Preprocessor that keeps its
+// backend from run to run.
 //
 // criteo_preprocess_cuda_test [--quick | --tiny] [--keep] [--device cpu]
 //   --quick: small inputs (for compute-sanitizer); --tiny: smaller still (for the emulated device
@@ -157,7 +158,9 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
   const bool split_counted = c.split_last == SplitLast::none ||
                              c.on_bad_row == BadRowPolicy::error ||
                              2 * fs::file_size(c.inputs.back()) <= total;
-  const bool single = c.single_pass && c.min_freq <= 1 && !c.vocab_from && !c.emit_binary &&
+  // Its IDs final at first sight: a given vocabulary's, or first appearances without a threshold.
+  const bool ids_known = c.vocab_from || c.min_freq <= 1;
+  const bool single = c.single_pass && ids_known && !c.emit_binary &&
                       c.output_format != OutputFormat::none && split_counted;
   EXPECT(s2.single_pass == single && !s1.single_pass, "%s: single pass %d, expected %d",
          name.c_str(), s2.single_pass, single);
@@ -500,7 +503,19 @@ void run_all() {
     PreprocessOptions o = opts({g2, nvt});
     o.modulus = {};
     o.vocab_from = train.out_dir;
-    both("vocab_from", o);
+    both("vocab_from", o);  // a single pass: pass 2 alone
+    o.single_pass = false;
+    both("vocab_from_two_passes", o);
+    o.single_pass = true;
+    o.chunk_bytes = 64 << 10;
+    o.split_last = SplitLast::val_test;  // the split day's lines counted first
+    both("vocab_from_split", o);
+    // Binary rows, and a split day whose bad rows are skipped (its valid rows counted first).
+    std::vector<size_t> bad_lines;
+    o.inputs = {data / "rows.bin", g1, with_bad_rows(data, g2, bad_lines)};
+    o.on_bad_row = BadRowPolicy::skip;
+    o.split_last = SplitLast::test_val;
+    both("vocab_from_bin_bad_rows_split", o);
   }
 
   // One Preprocessor for runs of every kind in turn, as a long-lived process would use it: each
@@ -524,6 +539,10 @@ void run_all() {
     PreprocessOptions two = offset;  // the two-pass tables after a single pass's, and back
     two.single_pass = false;
     both("reuse_two_passes", two);
+    PreprocessOptions given = opts({g2, nvt});  // pass 2 alone after the runs before
+    given.modulus = {};
+    given.vocab_from = scratch_root / "vocab_train";
+    both("reuse_vocab_from", given);
     PreprocessOptions bin = opts({data / "rows.bin"}, 0);
     bin.input_format = InputFormat::bin;
     both("reuse_bin_rows_hashed", bin);

@@ -16,7 +16,9 @@
 //   D  A's moduli and bad rows skipped, IDs from 2, log(x + 3), no threshold: the CUDA backend in
 //      a single pass (Pass1Setup::assign_ids), and the CPU backend in a single pass too, each
 //      against the CPU in two;
-//   E  C's binary rows in a single pass on CUDA and on the CPU.
+//   E  C's binary rows in a single pass on CUDA and on the CPU;
+//   F  A's settings with the vocabulary of the first half of the lines given (--vocab-from):
+//      pass 2 alone, on backends that never ran pass 1.
 // The backends must agree on everything: line, row and bad-row counts, the first bad line and
 // its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
 // pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
@@ -91,54 +93,90 @@ void add_block(Outcome& o, const RowBlock& r) {
   o.sparse.insert(o.sparse.end(), r.sparse, r.sparse + r.rows * kNumSparse);
 }
 
-void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const Config& c,
-                bool single, Outcome& o) {
-  // The chunk in the backend's own host memory (pinned for CUDA), with the readable padding
-  // that InputReader guarantees after every text chunk.
+// `input` in the backend's own host memory (pinned for CUDA), with the readable padding that
+// InputReader guarantees after every text chunk; `chunk` points into it.
+HostBuffer to_chunk(PreprocessBackend& b, const std::vector<uint8_t>& input, bool binary,
+                    InputChunk& chunk) {
   HostBuffer buf = b.allocate_host(input.size() + kTsvReadPadding);
   std::memcpy(buf.data(), input.data(), input.size());
   std::memset(buf.data() + input.size(), 0, kTsvReadPadding);
-  InputChunk chunk;
-  if (c.binary)
+  if (binary)
     chunk.rows = {reinterpret_cast<const uint32_t*>(buf.data()), input.size() / 4};
   else
     chunk.text = {reinterpret_cast<const char*>(buf.data()), input.size()};
+  return buf;
+}
 
-  std::vector<ColumnVocab> vocab;
-  for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
-  Pass2Setup s2;
-  s2.modulus = c.modulus;
-  s2.stop_at_error = c.stop_at_error;
-  s2.log_offset = c.log_offset;
-  Pass1Setup s1;
-  s1.modulus = c.modulus;
-  s1.stop_at_error = c.stop_at_error;
-  s1.want_rows = !c.single_pass;  // a single pass hands back no decoded rows
-  s1.keep_rows = c.keep_rows;
-  if (single) {
-    s1.assign_ids = true;
-    s1.id_base = static_cast<int32_t>(c.id_base);
-    s1.transform = s2;
-  }
-  b.begin_pass1(s1, vocab);
-  auto sink1 = [&](const PieceOutput& p) {
-    add_piece(o.pass1, p, c.stop_at_error);
-    if (p.rows != nullptr)
-      o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
-    if (single) add_block(o, p.block);
-  };
-  b.pass1_chunk(0, chunk, sink1, {});
-  b.flush();
-  b.sync_vocab();
+// The IDs, as preprocess.cpp assigns them.
+void finalize(std::vector<ColumnVocab>& vocab, const Config& c) {
   for (int j = 0; j < kNumSparse; ++j) {
-    o.values[j] = vocab[j].values();
-    o.counts[j] = vocab[j].counts();
     int64_t oov = c.oov_id;
     if (oov < 0) {
       oov = c.id_base;
       for (uint64_t n : vocab[j].counts()) oov += n >= c.min_freq ? 1 : 0;
     }
     vocab[j].finalize(c.min_freq, c.id_base, static_cast<int32_t>(oov));
+  }
+}
+
+// The vocabulary --vocab-from would apply: `text` through pass 1 on the CPU, bad rows skipped.
+std::vector<ColumnVocab> vocabulary_of(const std::vector<uint8_t>& text, const Config& c) {
+  std::unique_ptr<PreprocessBackend> b = make_preprocess_backend_cpu(1);
+  InputChunk chunk;
+  const HostBuffer buf = to_chunk(*b, text, false, chunk);
+  std::vector<ColumnVocab> vocab;
+  for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
+  Pass1Setup s1;
+  s1.modulus = c.modulus;
+  s1.stop_at_error = false;
+  b->begin_pass1(s1, vocab);
+  b->pass1_chunk(0, chunk, [](const PieceOutput&) {}, {});
+  b->flush();
+  b->sync_vocab();
+  finalize(vocab, c);
+  return vocab;
+}
+
+// Both passes, or a single pass, or with `given` (--vocab-from) pass 2 alone on a backend that
+// never ran pass 1.
+void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const Config& c,
+                bool single, const std::vector<ColumnVocab>* given, Outcome& o) {
+  InputChunk chunk;
+  const HostBuffer buf = to_chunk(b, input, c.binary, chunk);
+  std::vector<ColumnVocab> vocab;
+  Pass2Setup s2;
+  s2.modulus = c.modulus;
+  s2.stop_at_error = c.stop_at_error;
+  s2.log_offset = c.log_offset;
+  if (given != nullptr) {
+    vocab = *given;
+  } else {
+    for (int j = 0; j < kNumSparse; ++j) vocab.emplace_back(c.modulus[j]);
+    Pass1Setup s1;
+    s1.modulus = c.modulus;
+    s1.stop_at_error = c.stop_at_error;
+    s1.want_rows = !c.single_pass;  // a single pass hands back no decoded rows
+    s1.keep_rows = c.keep_rows;
+    if (single) {
+      s1.assign_ids = true;
+      s1.id_base = static_cast<int32_t>(c.id_base);
+      s1.transform = s2;
+    }
+    b.begin_pass1(s1, vocab);
+    auto sink1 = [&](const PieceOutput& p) {
+      add_piece(o.pass1, p, c.stop_at_error);
+      if (p.rows != nullptr)
+        o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
+      if (single) add_block(o, p.block);
+    };
+    b.pass1_chunk(0, chunk, sink1, {});
+    b.flush();
+    b.sync_vocab();
+    finalize(vocab, c);
+  }
+  for (int j = 0; j < kNumSparse; ++j) {
+    o.values[j] = vocab[j].values();
+    o.counts[j] = vocab[j].counts();
   }
   if (single) {
     o.pass2 = o.pass1;  // what a second pass over the same bytes counts
@@ -176,14 +214,16 @@ void skip_without_cuda() {
   (void)checked;
 }
 
-// single: the run takes one pass (Config::single_pass, not for the reference).
-Outcome run(Device device, const std::vector<uint8_t>& input, const Config& c, bool single) {
+// single: the run takes one pass (Config::single_pass, not for the reference); given: the
+// vocabulary of --vocab-from.
+Outcome run(Device device, const std::vector<uint8_t>& input, const Config& c, bool single,
+            const std::vector<ColumnVocab>* given = nullptr) {
   Outcome o;
   // A backend is not reusable after a sink threw: one per run.
   std::unique_ptr<PreprocessBackend> b =
       device == Device::cpu ? make_preprocess_backend_cpu(1) : make_preprocess_backend(device, 1);
   try {
-    run_passes(*b, input, c, single && b->single_pass(), o);
+    run_passes(*b, input, c, single && b->single_pass(), given, o);
   } catch (const StoppedAtBadRow&) {
     // Compared as it stands: the first bad line and its message, the pieces before it.
   } catch (const dlprep::Error& e) {
@@ -216,10 +256,11 @@ void compare(const Outcome& reference, const Outcome& other, const char* name, c
   std::abort();
 }
 
-void check(const std::vector<uint8_t>& input, const Config& c, const char* name) {
+void check(const std::vector<uint8_t>& input, const Config& c, const char* name,
+           const std::vector<ColumnVocab>* given = nullptr) {
   skip_without_cuda();
-  const Outcome reference = run(Device::cpu, input, c, false);
-  compare(reference, run(Device::cuda, input, c, c.single_pass), name, "cuda");
+  const Outcome reference = run(Device::cpu, input, c, false, given);
+  compare(reference, run(Device::cuda, input, c, c.single_pass, given), name, "cuda");
   if (c.single_pass)
     compare(reference, run(Device::cpu, input, c, true), name, "the CPU in a single pass");
 }
@@ -245,6 +286,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   d.single_pass = true;
   d.min_freq = 1;
   check(text, d, "D");
+  // The vocabulary of the first half of the lines applied to all of them by pass 2 alone, as
+  // --vocab-from does: values of the second half only, and rare ones, get the OOV ID.
+  // (text ends with '\n', so the search finds one.)
+  const auto* middle = static_cast<const uint8_t*>(
+      std::memchr(text.data() + text.size() / 2, '\n', text.size() - text.size() / 2));
+  Config f = d;
+  f.single_pass = false;
+  f.min_freq = 2;
+  const std::vector<uint8_t> first_half(text.begin(), text.begin() + (middle - text.data()) + 1);
+  const std::vector<ColumnVocab> given = vocabulary_of(first_half, f);
+  check(text, f, "F", &given);
   // The same bytes as binary rows: every word is valid there, so extreme values reach pass 2's
   // Neg2Zero and Logarithm, whose float results must match the CPU's bit for bit.
   const std::vector<uint8_t> rows(data, data + size / kBinaryRowBytes * kBinaryRowBytes);

@@ -265,7 +265,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->footer(
       "Per column, the values get contiguous IDs in order of first appearance (vocabularies\n"
       "with counts). One pass over the input where every ID is final at first sight (the\n"
-      "presets' conventions); with --min-freq, --vocab-from or --emit-binary, two: pass 1\n"
+      "presets' conventions, --vocab-from); with --min-freq or --emit-binary, two: pass 1\n"
       "builds the vocabularies, pass 2 maps the values and writes the arrays.\n"
       "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json. Memory is bounded\n"
       "by the vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"

@@ -191,12 +191,24 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
 
 TEST_CASE("a single pass that fails leaves no output; its checkpoints publish the days before") {
   fs::path dir = scratch("single_pass_failure");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
   put(dir / "bad.tsv", slurp(kSamples / "deepctr_200.tsv") + "1\t2\t3\n");
   std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
                                 dir / "bad.tsv"};
-  for (OutputFormat format : {OutputFormat::npy, OutputFormat::split}) {
+  struct Variant {
+    OutputFormat format;
+    bool given;  // --vocab-from: pass 2 alone, whose checkpoint is state.json
+  };
+  for (const Variant& v : {Variant{OutputFormat::npy, false}, Variant{OutputFormat::split, false},
+                           Variant{OutputFormat::npy, true}}) {
+    INFO("format " << static_cast<int>(v.format) << ", vocab_from " << v.given);
     PreprocessOptions o = base(days, dir / "out");
-    o.output_format = format;
+    o.output_format = v.format;
+    if (v.given) {
+      o.modulus = {};
+      o.vocab_from = dir / "train";
+    }
     // Before any checkpoint: days 0 and 1 were complete, but none of their files appear, and the
     // output directory the run created goes again (with the split layout's day directories).
     CHECK_THROWS_WITH_AS(preprocess(o), doctest::Contains("bad.tsv:201: too few fields"), Error);
@@ -206,8 +218,10 @@ TEST_CASE("a single pass that fails leaves no output; its checkpoints publish th
     o.checkpoint_seconds = 0;
     CHECK_THROWS_AS(preprocess(o), Error);
     for (size_t d = 0; d < 3; ++d)
-      for (const auto& f : output_files(format, o.out_dir, "day_" + std::to_string(d)))
+      for (const auto& f : output_files(v.format, o.out_dir, "day_" + std::to_string(d)))
         CHECK(fs::exists(f) == (d < 2));
+    CHECK(fs::exists(o.out_dir / "state.json") == v.given);
+    CHECK(fs::exists(o.out_dir / "vocab" / "vocab.json") == !v.given);
     fs::remove_all(o.out_dir);
   }
 }
@@ -346,6 +360,98 @@ TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values
   clash.modulus.fill(7);
   clash.vocab_from = dir / "train";
   CHECK_THROWS_AS(preprocess(clash), Error);
+}
+
+TEST_CASE("a vocab_from run reads its inputs once and writes what two passes write") {
+  fs::path dir = scratch("vocab_from_single");
+  PreprocessOptions train = base({big_day(dir)}, dir / "train");
+  preprocess(train);
+  // Days with values the vocabulary lacks (OOV); one with a bad row to skip.
+  put(dir / "bad.tsv",
+      slurp(kSamples / "edge_cases.tsv") + "1\t2\t3\n" + slurp(kSamples / "deepctr_200.tsv"));
+  PreprocessOptions e = base({kSamples / "deepctr_200.tsv"}, dir / "emit");
+  e.emit_binary = dir / "rows.bin";
+  e.output_format = OutputFormat::none;
+  preprocess(e);
+  const fs::path bad_day = dir / "bad.tsv", edge = kSamples / "edge_cases.tsv";
+  struct Variant {
+    const char* name;
+    OutputFormat format;
+    SplitLast split;
+    fs::path last;  // bad.tsv's bad row is skipped (split: its valid rows counted first)
+  };
+  for (const Variant& v :
+       {Variant{"npy", OutputFormat::npy, SplitLast::none, bad_day},
+        Variant{"split_layout", OutputFormat::split, SplitLast::none, edge},
+        Variant{"dlrm_test_val", OutputFormat::dlrm, SplitLast::test_val, edge},
+        Variant{"npy_val_test_skip", OutputFormat::npy, SplitLast::val_test, bad_day},
+        Variant{"binary_last", OutputFormat::npy, SplitLast::val_test, dir / "rows.bin"}}) {
+    INFO(std::string(v.name));
+    const bool bad_rows = v.last == bad_day;
+    const std::vector<fs::path> days = {kSamples / "nvtabular_day_0.gz", dir / "big.tsv", v.last};
+    const auto run = [&](bool single) {
+      PreprocessOptions o = base(days, dir / (std::string(v.name) + (single ? "_1" : "_2")));
+      o.modulus = {};
+      o.vocab_from = dir / "train";
+      o.output_format = v.format;
+      o.apply_log = v.format != OutputFormat::dlrm;
+      o.id_base = 2;
+      o.oov_id = 1;
+      o.split_last = v.split;
+      o.on_bad_row = bad_rows ? BadRowPolicy::skip : BadRowPolicy::error;
+      o.chunk_bytes = size_t{64} << 10;
+      o.single_pass = single;
+      o.resume = true;  // state.json: the same either way
+      PreprocessStats s = preprocess(o);
+      CHECK(s.single_pass == single);
+      CHECK(s.vocab_reused);
+      CHECK(s.decode_cache == !single);  // two passes: pass 1's decoded rows or mapping
+      CHECK(s.bad_rows == (bad_rows ? 1 : 0));
+      return s;
+    };
+    const PreprocessStats two = run(false), one = run(true);
+    CHECK(one.rows == two.rows);
+    CHECK(one.cardinality == two.cardinality);
+    for (size_t d = 0; d < days.size(); ++d)
+      CHECK(one.days[d].input_bytes == two.days[d].input_bytes);
+    std::vector<std::string> stems = {"day_0", "day_1", "day_2"};
+    if (v.split != SplitLast::none) stems.back() = "test", stems.push_back("val");
+    std::vector<std::string> files = {"state.json"};
+    for (const auto& stem : stems)
+      for (const auto& f : output_files(v.format, "", stem)) files.push_back(f.string());
+    check_same_files(dir / (std::string(v.name) + "_2"), dir / (std::string(v.name) + "_1"), files);
+  }
+}
+
+TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {
+  fs::path dir = scratch("vocab_from_resume");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  PreprocessOptions o =
+      base({kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz"}, dir / "out");
+  o.modulus = {};
+  o.vocab_from = dir / "train";
+  o.resume = true;
+  // Complete, then rerun: every day skipped with its counts; a day whose files went is redone.
+  const PreprocessStats first = preprocess(o);
+  CHECK(first.single_pass);
+  CHECK(first.rows == 1200);
+  const std::string before = slurp(o.out_dir / "day_1_sparse.npy");
+  PreprocessStats again = preprocess(o);
+  CHECK(again.days[0].skipped);
+  CHECK(again.days[1].skipped);
+  CHECK(again.rows == 1200);
+  CHECK(again.days[1].input_bytes == first.days[1].input_bytes);
+  fs::remove(o.out_dir / "day_1_dense.npy");
+  again = preprocess(o);
+  CHECK(again.days[0].skipped);
+  CHECK_FALSE(again.days[1].skipped);
+  CHECK(again.rows == 1200);
+  CHECK(slurp(o.out_dir / "day_1_sparse.npy") == before);
+  // Another bad-row policy is another output setting: everything is written again.
+  o.on_bad_row = BadRowPolicy::skip;
+  again = preprocess(o);
+  CHECK_FALSE(again.days[0].skipped);
 }
 
 TEST_CASE("a damaged --vocab-from vocabulary is corrupt data naming the file, never a crash") {

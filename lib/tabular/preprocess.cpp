@@ -655,10 +655,16 @@ std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
       if (day >= o_.inputs.size() || !outputs_exist(day)) continue;
       if (restore_counts) {
         if (!days.is_array() || day >= days.size()) continue;
+        const json& c = days[day];
+        // Checked before get<>(), which would wrap a negative count.
+        const auto count = [&](const char* key) {
+          if (!c.at(key).is_number_unsigned()) throw Error(Errc::corrupt_data, "bad count");
+          return c.at(key).get<uint64_t>();
+        };
         DayStats& ds = stats_.days[day];
-        ds.rows = days[day].at("rows").get<uint64_t>();
-        ds.bad_rows = days[day].at("bad_rows").get<uint64_t>();
-        ds.input_bytes = days[day].at("input_bytes").get<uint64_t>();
+        ds.rows = count("rows");
+        ds.bad_rows = count("bad_rows");
+        ds.input_bytes = count("input_bytes");
       }
       done.push_back(day);
     }

@@ -448,6 +448,15 @@ TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it 
   CHECK_FALSE(again.days[1].skipped);
   CHECK(again.rows == 1200);
   CHECK(slurp(o.out_dir / "day_1_sparse.npy") == before);
+  // A damaged state.json (a negative count) only means that the days are read again.
+  std::string state = slurp(o.out_dir / "state.json");
+  const size_t at = state.find("\"rows\": 200\n");
+  REQUIRE(at != std::string::npos);
+  put(o.out_dir / "state.json", state.replace(at, 11, "\"rows\": -200"));
+  again = preprocess(o);
+  CHECK_FALSE(again.days[0].skipped);
+  CHECK_FALSE(again.days[1].skipped);
+  CHECK(again.days[0].rows == 200);
   // Another bad-row policy is another output setting: everything is written again.
   o.on_bad_row = BadRowPolicy::skip;
   again = preprocess(o);

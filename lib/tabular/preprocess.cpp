@@ -369,6 +369,17 @@ void Run::validate() {
                 "loader takes log(x+1))");
   if (o_.chunk_bytes != 0 && o_.chunk_bytes < (size_t{64} << 10))
     throw Error(Errc::invalid_argument, "chunk size must be at least 64 KiB");
+  if (o_.vocab_from) {
+    // Its run's own outputs sit next to the vocabulary: day files of the same names would
+    // replace them.
+    const fs::path& from = *o_.vocab_from;
+    std::error_code ec;
+    if (fs::equivalent(from, o_.out_dir, ec) || fs::equivalent(from, o_.out_dir / "vocab", ec))
+      throw Error(Errc::invalid_argument,
+                  "-o " + o_.out_dir.string() +
+                      " holds the --vocab-from vocabulary: its run's "
+                      "outputs would be replaced; write to another directory");
+  }
 }
 
 void Run::check_memory(const char* where) {

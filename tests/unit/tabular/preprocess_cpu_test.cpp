@@ -360,6 +360,16 @@ TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values
   clash.modulus.fill(7);
   clash.vocab_from = dir / "train";
   CHECK_THROWS_AS(preprocess(clash), Error);
+  // Into the directory of the vocabulary's run, whose day files it would replace: refused.
+  const std::string train_day = slurp(dir / "train" / "day_0_sparse.npy");
+  for (const fs::path& from : {dir / "train", dir / "train" / "vocab"}) {
+    PreprocessOptions over = base({kSamples / "nvtabular_day_0.gz"}, dir / "train");
+    over.modulus = {};
+    over.vocab_from = from;
+    CHECK_THROWS_WITH_AS(preprocess(over), doctest::Contains("holds the --vocab-from vocabulary"),
+                         Error);
+  }
+  CHECK(slurp(dir / "train" / "day_0_sparse.npy") == train_day);
 }
 
 TEST_CASE("a vocab_from run reads its inputs once and writes what two passes write") {

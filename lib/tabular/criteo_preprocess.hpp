@@ -66,7 +66,8 @@ struct PreprocessOptions {
   std::optional<int64_t> oov_id;
   bool apply_log = true;  ///< store log(max(x,0) + log_offset); false: store max(x,0)
   double log_offset = kDefaultLogOffset;
-  /// Apply the vocabulary saved in this directory instead of building one (train/test consistency).
+  /// Apply the vocabulary saved in this directory instead of building one (train/test consistency;
+  /// apply_vocab_conventions() takes the rest of that run's conventions).
   std::optional<std::filesystem::path> vocab_from;
   SplitLast split_last = SplitLast::none;
   BadRowPolicy on_bad_row = BadRowPolicy::error;
@@ -186,5 +187,12 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text);
 
 /// Applies a named preset ("dlrm", "torchrec", "piper") to options; throws on an unknown name.
 void apply_preset(const std::string& name, PreprocessOptions& options);
+
+/// Applies the conventions that the run which wrote the vocabulary in `vocab_from` (its OUTDIR or
+/// OUTDIR/vocab) recorded in its vocab.json: min_freq, id_base, oov_id, apply_log, log_offset and
+/// the output format (unless that run wrote none), so that a --vocab-from run's IDs and arrays
+/// match that run's. Leaves options as they are for a vocabulary that recorded none. Throws
+/// Error(io | corrupt_data) naming the file.
+void apply_vocab_conventions(const std::filesystem::path& vocab_from, PreprocessOptions& options);
 
 }  // namespace dlprep::tabular

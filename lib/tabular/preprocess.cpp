@@ -188,6 +188,11 @@ const char* bad_row_policy_name(BadRowPolicy p) {
   return p == BadRowPolicy::skip ? "skip" : "error";
 }
 
+// vocab.json of a --vocab-from DIR: the run's OUTDIR or OUTDIR/vocab.
+fs::path vocab_json_of(const fs::path& where) {
+  return fs::exists(where / "vocab.json") ? where / "vocab.json" : where / "vocab" / "vocab.json";
+}
+
 json file_identity(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
@@ -618,9 +623,7 @@ json Run::pass2_fingerprint() const {
     fp2["vocab_rows"] = rows;
   } else {
     // A rebuilt vocabulary at the same path must not reuse outputs made with the old one.
-    fs::path dir = *o_.vocab_from;
-    fp2["vocab_from_id"] = file_identity(
-        fs::exists(dir / "vocab.json") ? dir / "vocab.json" : dir / "vocab" / "vocab.json");
+    fp2["vocab_from_id"] = file_identity(vocab_json_of(*o_.vocab_from));
   }
   json inputs = json::array();
   for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));
@@ -960,6 +963,16 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs
             {"days_done", days_done},
             {"pass1", pass1_fp}};
   if (!outputs.is_null()) v["single_pass_outputs"] = outputs;
+  // How this run turns values into IDs and dense values into arrays: what a --vocab-from run
+  // takes by default (apply_vocab_conventions), so that its outputs match this run's.
+  json conventions = {{"min_freq", o_.min_freq},
+                      {"id_base", o_.id_base},
+                      {"oov_id", o_.oov_id ? json(*o_.oov_id) : json()},
+                      {"apply_log", o_.apply_log},
+                      {"log_offset", o_.log_offset}};
+  if (o_.output_format != OutputFormat::none)
+    conventions["output_format"] = output_format_name(o_.output_format);
+  v["conventions"] = conventions;
   // Written last. A crash between the arrays and this file leaves arrays whose lengths differ
   // from the recorded cardinalities, which load_vocab_from rejects.
   write_json(dir / "vocab.json", v);
@@ -990,8 +1003,8 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
 }
 
 void Run::load_vocab_from(const fs::path& where) {
-  fs::path dir = fs::exists(where / "vocab.json") ? where : where / "vocab";
-  const fs::path vocab_json = dir / "vocab.json";
+  const fs::path vocab_json = vocab_json_of(where);
+  const fs::path dir = vocab_json.parent_path();
   const json v = read_json(vocab_json);
   auto bad = [&](const std::string& what) {
     return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
@@ -1311,6 +1324,52 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
     throw Error(Errc::invalid_argument, "--modulus: give one value or 26 comma-separated values");
   }
   return out;
+}
+
+void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
+  const fs::path file = vocab_json_of(vocab_from);
+  const json v = read_json(file);
+  if (!v.is_object() || !v.contains("conventions")) return;  // a vocabulary of an older dlprep
+  const json& c = v.at("conventions");
+  const auto bad = [&](const std::string& key) {
+    return Error(Errc::corrupt_data, file.string() + ": bad conventions." + key);
+  };
+  // An integer from `min` to 2^31 - 1, checked before get<>(), which would wrap or truncate it.
+  const auto integer = [&](const char* key, uint64_t min) {
+    const json& n = c.at(key);
+    if (!n.is_number_unsigned() || n.get<uint64_t>() < min || n.get<uint64_t>() > INT32_MAX)
+      throw bad(key);
+    return n.get<uint64_t>();
+  };
+  if (!c.is_object()) throw bad("*");
+  PreprocessOptions t = o;  // o changes only when every field is good
+  try {
+    t.min_freq = integer("min_freq", 1);
+    t.id_base = static_cast<int64_t>(integer("id_base", 0));
+    if (c.at("oov_id").is_null())
+      t.oov_id.reset();
+    else
+      t.oov_id = static_cast<int64_t>(integer("oov_id", 0));
+    if (!c.at("apply_log").is_boolean()) throw bad("apply_log");
+    t.apply_log = c.at("apply_log").get<bool>();
+    if (!c.at("log_offset").is_number() || !(c.at("log_offset").get<double>() > 0))
+      throw bad("log_offset");
+    t.log_offset = c.at("log_offset").get<double>();
+    if (c.contains("output_format")) {
+      const json& f = c.at("output_format");
+      if (f == "npy")
+        t.output_format = OutputFormat::npy;
+      else if (f == "dlrm")
+        t.output_format = OutputFormat::dlrm;
+      else if (f == "split")
+        t.output_format = OutputFormat::split;
+      else
+        throw bad("output_format");
+    }
+  } catch (const json::exception&) {
+    throw bad("*");  // a field missing
+  }
+  o = std::move(t);
 }
 
 void apply_preset(const std::string& name, PreprocessOptions& o) {

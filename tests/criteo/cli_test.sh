@@ -85,6 +85,18 @@ contains vocab_from "$T/vocab_from.err" "criteo-preprocess (single pass): 0.1/0.
 contains vocab_from "$T/vocab_from.out" "1000 rows in .*a single pass"
 expect vocab_from_rerun 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o10" "$S/nvtabular_day_0.gz" -o "$T/o13"
 contains vocab_from_rerun "$T/vocab_from_rerun.out" "1000  *0  *71676  *up to date"
+# It takes the conventions of the vocabulary's run (here --preset torchrec's IDs from 2, OOV 1 and
+# log(x+3)) without being told again; explicit options still win; its run's directory is refused.
+expect conv_train 0 "$DLPREP" criteo-preprocess --preset torchrec --split-last none "$S/nvtabular_day_0.gz" -o "$T/o14"
+expect conv_test 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o15"
+expect conv_preset 0 "$DLPREP" criteo-preprocess --preset torchrec --split-last none --vocab-from "$T/o14/vocab" "$S/deepctr_200.tsv" -o "$T/o16"
+expect conv_id_base 0 "$DLPREP" criteo-preprocess --id-base 5 --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o17"
+for f in day_0_dense.npy day_0_sparse.npy day_0_labels.npy; do
+  cmp -s "$T/o15/$f" "$T/o16/$f" || { echo "FAIL conv_test: $f differs from --preset torchrec's"; fail=1; }
+done
+if cmp -s "$T/o15/day_0_sparse.npy" "$T/o17/day_0_sparse.npy"; then echo "FAIL conv_id_base: --id-base 5 changed nothing"; fail=1; fi
+expect conv_own_dir 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o14"
+contains conv_own_dir "$T/conv_own_dir.err" "holds the --vocab-from vocabulary"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"

@@ -64,6 +64,8 @@ uint64_t parse_size(const std::string& text) {
 PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) {
   PreprocessOptions o;
   auto given = [&](const char* name) { return c.given.at(name)->count() > 0; };
+  // The vocabulary's run's conventions first, so that a preset and explicit options win.
+  if (!c.vocab_from.empty()) apply_vocab_conventions(c.vocab_from, o);
   if (!c.preset.empty()) apply_preset(c.preset, o);
   if (c.days > 0) {
     // --days N: INPUT is the directory of the Criteo 1TB release, day_0 .. day_{N-1} (.gz or not).
@@ -224,7 +226,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
           ->type_name("X"));
   cmd->add_flag("--no-log", c->no_log, "store max(x,0) without the log (the loader takes it)");
   cmd->add_option("--vocab-from", c->vocab_from,
-                  "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab)")
+                  "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab), with "
+                  "that run's IDs, log and layout unless given again")
       ->check(CLI::ExistingDirectory.description(""))
       ->type_name("DIR");
   cmd->add_option("--split-last", c->split_last,
@@ -275,7 +278,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       "Examples:\n"
       "  dlprep criteo-preprocess --preset piper train.txt -o out/\n"
       "  dlprep criteo-preprocess --preset torchrec day_{0..23}.gz -o mlperf/\n"
-      "  dlprep criteo-preprocess --modulus 1000000 --vocab-from out/ test.txt -o test_out/\n");
+      "  dlprep criteo-preprocess --vocab-from out/ test.txt -o test_out/\n");
   // The "given" map must also know --log-offset etc. (add() recorded them).
   return [c](const Globals& globals) { return run_criteo(*c, globals); };
 }

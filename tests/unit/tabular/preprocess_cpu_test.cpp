@@ -473,6 +473,71 @@ TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it 
   CHECK_FALSE(again.days[0].skipped);
 }
 
+TEST_CASE("a vocabulary records its run's conventions, which a vocab_from run can take") {
+  fs::path dir = scratch("vocab_conventions");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "torchrec");
+  apply_preset("torchrec", train);
+  train.split_last = SplitLast::none;
+  train.min_freq = 2;
+  preprocess(train);
+  PreprocessOptions o;
+  apply_vocab_conventions(dir / "torchrec", o);
+  CHECK(o.min_freq == 2);
+  CHECK(o.id_base == 2);
+  CHECK(o.oov_id == std::optional<int64_t>(1));
+  CHECK(o.apply_log);
+  CHECK(o.log_offset == 3);
+  CHECK(o.output_format == OutputFormat::npy);
+  CHECK(o.split_last == SplitLast::none);  // a choice of each run, not a convention
+  // The dlrm layout and no OOV ID of its own; a vocabulary-only run leaves the layout alone.
+  PreprocessOptions dlrm = base({kSamples / "deepctr_200.tsv"}, dir / "dlrm");
+  apply_preset("dlrm", dlrm);
+  preprocess(dlrm);
+  apply_vocab_conventions(dir / "dlrm" / "vocab", o);
+  CHECK(o.id_base == 0);
+  CHECK_FALSE(o.oov_id.has_value());
+  CHECK_FALSE(o.apply_log);
+  CHECK(o.output_format == OutputFormat::dlrm);
+  PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "none");
+  none.output_format = OutputFormat::none;
+  none.log_offset = 5;
+  preprocess(none);
+  apply_vocab_conventions(dir / "none", o);
+  CHECK(o.log_offset == 5);
+  CHECK(o.output_format == OutputFormat::dlrm);
+  // Damaged fields are corrupt data naming the file, and change nothing.
+  const fs::path vj = dir / "torchrec" / "vocab" / "vocab.json";
+  const std::string good = slurp(vj);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"id_base\": 2", "\"id_base\": -2"},
+           {"\"oov_id\": 1", "\"oov_id\": 1.5"},
+           {"\"min_freq\": 2", "\"min_freq\": 0"},
+           {"\"log_offset\": 3.0", "\"log_offset\": -1"},
+           {"\"output_format\": \"npy\"", "\"output_format\": \"csv\""},
+           {"\"apply_log\": true", "\"apply_log\": 1"},
+           {"\"apply_log\": true,", ""}}) {
+    INFO(from << " -> " << to);
+    std::string bad = good;
+    const size_t at = bad.find(from);
+    REQUIRE(at != std::string::npos);
+    put(vj, bad.replace(at, from.size(), to));
+    PreprocessOptions kept;
+    CHECK_THROWS_WITH_AS(apply_vocab_conventions(dir / "torchrec", kept),
+                         doctest::Contains("vocab.json: bad conventions"), Error);
+    CHECK(kept.id_base == 0);
+  }
+  // A vocabulary of an older dlprep, without them: the options stay as they are.
+  std::string old = good;
+  const size_t from = old.find("  \"conventions\"");
+  REQUIRE(from != std::string::npos);
+  old.erase(from, old.find('}', from) + 3 - from);
+  put(vj, old);
+  PreprocessOptions same;
+  apply_vocab_conventions(dir / "torchrec", same);
+  CHECK(same.id_base == 0);
+  CHECK(same.log_offset == kDefaultLogOffset);
+}
+
 TEST_CASE("a damaged --vocab-from vocabulary is corrupt data naming the file, never a crash") {
   fs::path dir = scratch("vocab_from_damaged");
   PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");

@@ -1357,14 +1357,11 @@ void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
     t.log_offset = c.at("log_offset").get<double>();
     if (c.contains("output_format")) {
       const json& f = c.at("output_format");
-      if (f == "npy")
-        t.output_format = OutputFormat::npy;
-      else if (f == "dlrm")
-        t.output_format = OutputFormat::dlrm;
-      else if (f == "split")
-        t.output_format = OutputFormat::split;
-      else
-        throw bad("output_format");
+      constexpr std::array kLayouts = {OutputFormat::npy, OutputFormat::dlrm, OutputFormat::split};
+      const auto* it = std::find_if(kLayouts.begin(), kLayouts.end(),
+                                    [&](OutputFormat k) { return f == output_format_name(k); });
+      if (it == kLayouts.end()) throw bad("output_format");
+      t.output_format = *it;
     }
   } catch (const json::exception&) {
     throw bad("*");  // a field missing

@@ -516,6 +516,15 @@ void run_all() {
     o.on_bad_row = BadRowPolicy::skip;
     o.split_last = SplitLast::test_val;
     both("vocab_from_bin_bad_rows_split", o);
+    o.split_last = SplitLast::none;
+    o.preload_inputs = true;  // as criteo_bench --cuda times it
+    o.discard_outputs = true;
+    o.resume = true;  // checkpoints due after every day, but nothing to record
+    o.checkpoint_seconds = 0;
+    const PreprocessStats s = both("vocab_from_preloaded_discarded", o);
+    EXPECT(!fs::exists(scratch_root / "vocab_from_preloaded_discarded" / "cuda" / "state.json"),
+           "vocab_from_preloaded_discarded: state.json written without outputs");
+    EXPECT(s.rows + s.bad_rows > 0, "vocab_from_preloaded_discarded: no rows");
   }
 
   // One Preprocessor for runs of every kind in turn, as a long-lived process would use it: each

@@ -115,6 +115,9 @@ struct PreprocessStats {
   uint64_t bad_rows = 0;
   std::array<uint64_t, kNumSparse> cardinality{};  ///< distinct values per column (pass 1)
   std::array<uint64_t, kNumSparse> kept{};         ///< of which kept (count >= min_freq)
+  /// Rows of each column's embedding table: its largest ID, the OOV ID included, plus one
+  /// (TorchRec's num_embeddings_per_feature).
+  std::array<uint64_t, kNumSparse> num_embeddings{};
   double pass1_seconds = 0;
   double pass2_seconds = 0;
   double total_seconds = 0;

@@ -936,6 +936,8 @@ void Run::finalize_vocab() {
     if (oov > INT32_MAX) throw Error(Errc::limit_exceeded, "OOV ID does not fit in int32");
     stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
                                         static_cast<int32_t>(oov));
+    stats_.num_embeddings[j] =
+        static_cast<uint64_t>(std::max(o_.id_base + static_cast<int64_t>(stats_.kept[j]), oov + 1));
   }
   ids_final_ = true;
 }
@@ -1252,6 +1254,7 @@ std::string PreprocessStats::to_json() const {
             {"days", days_j},
             {"cardinality", cardinality},
             {"kept", kept},
+            {"num_embeddings", num_embeddings},
             {"pass1_seconds", pass1_seconds},
             {"pass2_seconds", pass2_seconds},
             {"total_seconds", total_seconds},

@@ -83,6 +83,7 @@ contains progress_split "$T/progress_split.err" "criteo-preprocess (single pass)
 expect vocab_from 0 "$DLPREP" --progress always criteo-preprocess --vocab-from "$T/o10" "$S/nvtabular_day_0.gz" -o "$T/o13"
 contains vocab_from "$T/vocab_from.err" "criteo-preprocess (single pass): 0.1/0.1 MB (100%)"
 contains vocab_from "$T/vocab_from.out" "1000 rows in .*a single pass"
+contains vocab_from "$T/vocab_from.out" '^num_embeddings_per_feature: [0-9]\{1,\}\(,[0-9]\{1,\}\)\{25\}$'
 expect vocab_from_rerun 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o10" "$S/nvtabular_day_0.gz" -o "$T/o13"
 contains vocab_from_rerun "$T/vocab_from_rerun.out" "1000  *0  *71676  *up to date"
 # It takes the conventions of the vocabulary's run (here --preset torchrec's IDs from 2, OOV 1 and

@@ -172,6 +172,10 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
       format_fixed(stats.total_seconds > 0 ? stats.rows / stats.total_seconds : 0, 0).c_str(),
       stats.device == "cpu" ? (std::to_string(stats.threads) + " threads").c_str() : "cuda",
       passes.c_str(), format_bytes(stats.peak_rss_bytes).c_str());
+  // What the trainer's embedding tables need (TorchRec's flag of the same name).
+  std::string sizes;
+  for (uint64_t n : stats.num_embeddings) sizes += (sizes.empty() ? "" : ",") + std::to_string(n);
+  std::printf("num_embeddings_per_feature: %s\n", sizes.c_str());
   return kExitOk;
 }
 

@@ -11,6 +11,7 @@
 #include "core/file_io.hpp"
 #include "criteo_test_rows.hpp"
 #include "tabular/criteo_preprocess.hpp"
+#include "tabular/npy_format.hpp"
 #include "tabular/preprocess_backend.hpp"
 #include "tabular/writers.hpp"
 #include "test_scratch.hpp"
@@ -536,6 +537,54 @@ TEST_CASE("a vocabulary records its run's conventions, which a vocab_from run ca
   apply_vocab_conventions(dir / "torchrec", same);
   CHECK(same.id_base == 0);
   CHECK(same.log_offset == kDefaultLogOffset);
+}
+
+TEST_CASE("num_embeddings holds every ID of each column, the OOV ID included") {
+  fs::path dir = scratch("num_embeddings");
+  // Each column's largest ID in a day's sparse array.
+  const auto largest_ids = [](const fs::path& sparse) {
+    const NpyArray a = read_npy(sparse);
+    REQUIRE(a.descr == "<i4");
+    REQUIRE(a.cols == kNumSparse);
+    std::array<int64_t, kNumSparse> top;
+    top.fill(-1);
+    const auto* ids = reinterpret_cast<const int32_t*>(a.data.data());
+    for (uint64_t r = 0; r < a.rows; ++r)
+      for (int j = 0; j < kNumSparse; ++j)
+        top[j] = std::max<int64_t>(top[j], ids[r * kNumSparse + j]);
+    return top;
+  };
+  struct Variant {
+    const char* preset;
+    int64_t extra;  // rows beyond the kept values: the IDs below id_base, or the OOV ID after them
+  };
+  for (const Variant& v : {Variant{"piper", 1}, Variant{"torchrec", 2}}) {
+    INFO(v.preset);
+    PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / v.preset);
+    apply_preset(v.preset, train);
+    train.split_last = SplitLast::none;
+    const PreprocessStats s = preprocess(train);
+    const auto top = largest_ids(train.out_dir / "day_0_sparse.npy");
+    for (int j = 0; j < kNumSparse; ++j) {
+      CHECK(s.num_embeddings[j] == s.kept[j] + v.extra);
+      CHECK(top[j] < static_cast<int64_t>(s.num_embeddings[j]));
+    }
+    // Days with values the vocabulary lacks get the OOV ID, which the tables hold too.
+    PreprocessOptions test =
+        base({kSamples / "nvtabular_day_0.gz"}, dir / (std::string(v.preset) + "_test"));
+    test.modulus = {};
+    test.vocab_from = train.out_dir;
+    apply_vocab_conventions(train.out_dir, test);
+    const PreprocessStats t = preprocess(test);
+    CHECK(t.num_embeddings == s.num_embeddings);
+    const auto test_top = largest_ids(test.out_dir / "day_0_sparse.npy");
+    bool largest_reached = false;
+    for (int j = 0; j < kNumSparse; ++j) {
+      CHECK(test_top[j] < static_cast<int64_t>(t.num_embeddings[j]));
+      largest_reached |= test_top[j] + 1 == static_cast<int64_t>(t.num_embeddings[j]);
+    }
+    CHECK(largest_reached);
+  }
 }
 
 TEST_CASE("a damaged --vocab-from vocabulary is corrupt data naming the file, never a crash") {

@@ -1,5 +1,7 @@
 #include "tabular/npy_format.hpp"
 
+#include <zlib.h>
+
 #include <cctype>
 #include <cstring>
 
@@ -22,6 +24,67 @@ std::string npy_header(const char* descr, uint64_t rows, uint32_t cols) {
   out += dict;
   out.append(total - out.size() - 1, ' ');
   out.push_back('\n');
+  return out;
+}
+
+namespace {
+
+void put_le(std::string& out, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+}  // namespace
+
+std::string npz_archive(const std::vector<std::pair<std::string, std::string>>& arrays) {
+  // The zip layout (PKWARE APPNOTE 4.3): per member a local header and its data, then the central
+  // directory and its end record. Method 0 (stored), version 2.0, dated 1980-01-01 so that the
+  // bytes depend on the arrays alone.
+  constexpr uint16_t kVersion = 20, kDosDate = (1 << 5) | 1;
+  std::string out, directory;
+  for (const auto& [name, npy] : arrays) {
+    const std::string file = name + ".npy";
+    if (out.size() + npy.size() + 2 * file.size() + 200 > UINT32_MAX)
+      throw Error(Errc::limit_exceeded, "an .npz archive over 4 GiB");
+    const auto crc = static_cast<uint32_t>(::crc32(::crc32(0, nullptr, 0),
+                                                   reinterpret_cast<const Bytef*>(npy.data()),
+                                                   static_cast<uInt>(npy.size())));
+    const auto offset = static_cast<uint32_t>(out.size());
+    const auto common = [&](std::string& h) {
+      put_le(h, kVersion, 2);  // version needed to extract
+      put_le(h, 0, 2);         // flags
+      put_le(h, 0, 2);         // method: stored
+      put_le(h, 0, 2);         // time
+      put_le(h, kDosDate, 2);
+      put_le(h, crc, 4);
+      put_le(h, npy.size(), 4);  // compressed size
+      put_le(h, npy.size(), 4);  // size
+      put_le(h, file.size(), 2);
+      put_le(h, 0, 2);  // extra field length
+    };
+    put_le(out, 0x04034b50, 4);
+    common(out);
+    out += file;
+    out += npy;
+    put_le(directory, 0x02014b50, 4);
+    put_le(directory, kVersion, 2);  // version made by
+    common(directory);
+    put_le(directory, 0, 2);  // comment length
+    put_le(directory, 0, 2);  // disk number
+    put_le(directory, 0, 2);  // internal attributes
+    put_le(directory, 0, 4);  // external attributes
+    put_le(directory, offset, 4);
+    directory += file;
+  }
+  const auto directory_offset = static_cast<uint32_t>(out.size());
+  out += directory;
+  put_le(out, 0x06054b50, 4);
+  put_le(out, 0, 2);  // this disk
+  put_le(out, 0, 2);  // the directory's disk
+  put_le(out, arrays.size(), 2);
+  put_le(out, arrays.size(), 2);
+  put_le(out, directory.size(), 4);
+  put_le(out, directory_offset, 4);
+  put_le(out, 0, 2);  // comment length
   return out;
 }
 

@@ -1,10 +1,11 @@
 // NumPy .npy v1.0 headers (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html):
-// written for the outputs and the vocabularies, read back for --vocab-from.
+// written for the outputs and the vocabularies, read back for --vocab-from; and .npz archives.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/file_io.hpp"
@@ -15,6 +16,11 @@ namespace dlprep::tabular {
 /// (e.g. "<f4") with `rows` rows and `cols` columns (cols 0: a 1-D array). Its length is a
 /// multiple of 64, so the data that follows is 64-byte aligned.
 std::string npy_header(const char* descr, uint64_t rows, uint32_t cols);
+
+/// An .npz file (numpy.load's format: a zip archive of .npy files) holding `arrays`, each a name
+/// (without ".npy") and a whole .npy file, stored uncompressed, as numpy.savez writes them.
+/// Throws Error(limit_exceeded) beyond the 4 GiB of a zip without its 64-bit extension.
+std::string npz_archive(const std::vector<std::pair<std::string, std::string>>& arrays);
 
 /// A 1-D or 2-D array read from a .npy file: its dtype string, shape and raw little-endian data.
 struct NpyArray {

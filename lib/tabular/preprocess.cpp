@@ -293,6 +293,8 @@ class Run {
   void publish(std::vector<std::unique_ptr<DayWriter>>& finished);
   /// The IDs: each column's vocabulary finalised (min_freq, id_base, OOV).
   void finalize_vocab();
+  /// OUTDIR/day_fea_count.npz, the embedding table sizes as DLRM reads them (the dlrm layout).
+  void write_dlrm_counts();
   /// The rows of day `day`, counted before a single pass reads it (see the top).
   uint64_t count_rows(size_t day);
   /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
@@ -942,6 +944,19 @@ void Run::finalize_vocab() {
   ids_final_ = true;
 }
 
+void Run::write_dlrm_counts() {
+  // DLRM's loaders read the embedding table sizes from PREFIX_fea_count.npz ("counts", int32 per
+  // column); the day files are day_N.bin, so PREFIX is OUTDIR/day.
+  std::vector<int32_t> counts;
+  for (uint64_t n : stats_.num_embeddings) counts.push_back(static_cast<int32_t>(n));
+  std::string npy = npy_header("<i4", counts.size(), 0);
+  npy.append(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(int32_t));
+  const std::string npz = npz_archive({{"counts", npy}});
+  PhaseTimer t(write_seconds_);
+  write_file_atomic(o_.out_dir / "day_fea_count.npz",
+                    ByteSpan(reinterpret_cast<const uint8_t*>(npz.data()), npz.size()));
+}
+
 void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
   fs::path dir = o_.out_dir / "vocab";
   fs::create_directories(dir);
@@ -1224,6 +1239,7 @@ PreprocessStats Run::run() {
   stats_.setup_seconds = bt.setup_seconds;
   stats_.device_chunks = bt.chunks;
   stats_.log_values_on_host = bt.log_values_on_host;
+  if (o_.output_format == OutputFormat::dlrm && !o_.discard_outputs) write_dlrm_counts();
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
   write_json(o_.out_dir / "stats.json", json::parse(stats_.to_json()));

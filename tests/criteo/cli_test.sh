@@ -101,7 +101,17 @@ contains conv_own_dir "$T/conv_own_dir.err" "holds the --vocab-from vocabulary"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"
+# The dlrm layout comes with DLRM's table sizes file, day_fea_count.npz.
+expect dlrm_counts 0 "$DLPREP" criteo-preprocess --preset dlrm "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o18"
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  expect numpy_counts 0 /usr/bin/python3 -c "
+import json, numpy as np
+with np.load('$T/o18/day_fea_count.npz') as f:
+    assert f.files == ['counts'], f.files
+    c = f['counts']
+assert c.dtype == np.int32 and c.shape == (26,), (c.dtype, c.shape)
+assert c.tolist() == json.load(open('$T/o18/stats.json'))['num_embeddings']
+"
   expect numpy_load 0 /usr/bin/python3 -c "
 import numpy as np, sys
 d = np.load('$T/o5/day_0_dense.npy'); s = np.load('$T/o5/day_0_sparse.npy'); l = np.load('$T/o5/day_0_labels.npy')

@@ -1,7 +1,9 @@
 #include "tabular/npy_format.hpp"
 
 #include <doctest/doctest.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -44,4 +46,49 @@ TEST_CASE("read_npy reads back what the header describes") {
   b.pop_back();
   write_file_atomic(dir / "b.npy", b);
   CHECK_THROWS_AS(read_npy(dir / "b.npy"), Error);
+}
+
+TEST_CASE("npz archives are stored zip files of .npy members that parse back") {
+  const std::string a = npy_header("<i4", 3, 0) + std::string("\1\0\0\0\2\0\0\0\3\0\0\0", 12);
+  const std::string b = npy_header("<u8", 1, 0) + std::string(8, '\7');
+  const std::string z = npz_archive({{"counts", a}, {"other", b}});
+  const auto u32 = [&](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, z.data() + at, 4);
+    return v;
+  };
+  const auto u16 = [&](size_t at) {
+    uint16_t v = 0;
+    std::memcpy(&v, z.data() + at, 2);
+    return v;
+  };
+  // The first member: its local header, name, then the .npy bytes unchanged, with their CRC-32.
+  REQUIRE(z.size() > 30 + 10 + a.size());
+  CHECK(u32(0) == 0x04034b50);
+  CHECK(u16(8) == 0);  // stored
+  CHECK(u32(14) == static_cast<uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(a.data()),
+                                                 static_cast<uInt>(a.size()))));
+  CHECK(u32(18) == a.size());
+  CHECK(u32(22) == a.size());
+  CHECK(z.substr(30, u16(26)) == "counts.npy");
+  const NpyArray back =
+      parse_npy(ByteSpan(reinterpret_cast<const uint8_t*>(z.data()) + 40, a.size()), "counts.npy");
+  CHECK(back.rows == 3);
+  CHECK(back.descr == "<i4");
+  // The end record: two entries, the directory right after the second member's data.
+  const size_t end = z.size() - 22;
+  CHECK(u32(end) == 0x06054b50);
+  CHECK(u16(end + 8) == 2);
+  CHECK(u16(end + 10) == 2);
+  const size_t directory = u32(end + 16);
+  CHECK(directory == 30 + 10 + a.size() + 30 + 9 + b.size());
+  CHECK(u32(end + 12) == end - directory);
+  CHECK(u32(directory) == 0x02014b50);
+  // The second member's central entry points at its local header.
+  const size_t second = directory + 46 + 10;
+  CHECK(u32(second) == 0x02014b50);
+  CHECK(u32(second + 42) == 30 + 10 + a.size());
+  CHECK(z.substr(second + 46, 9) == "other.npy");
+  // The same arrays, the same bytes (no time stamp).
+  CHECK(npz_archive({{"counts", a}, {"other", b}}) == z);
 }

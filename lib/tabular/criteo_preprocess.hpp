@@ -184,6 +184,9 @@ class Preprocessor {
   unsigned threads_ = 0;
 };
 
+/// The layout's name as the CLI spells it: npy, dlrm, split or none.
+std::string output_format_name(OutputFormat format);
+
 /// Parses "5000" (every column) or "5000,0,1000000,..." (26 values) into per-column moduli.
 /// Throws Error(invalid_argument).
 std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text);

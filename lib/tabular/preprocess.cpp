@@ -1,5 +1,6 @@
 // criteo-preprocess's pipeline: everything that is the same on every backend. It reads the
-// inputs in chunks, keeps the resume state and the vocabulary checkpoints, assigns the IDs,
+// inputs in chunks, keeps the resume state and the vocabulary checkpoints (their directory:
+// vocab_dir.cpp), assigns the IDs,
 // counts lines, reports malformed rows as file:line, writes every output and stats.json; the
 // compute core of each chunk runs on a PreprocessBackend (preprocess_backend.hpp: the CPU
 // reference in preprocess_cpu.cpp, CUDA in cuda/tabular/), chosen by preprocess_registry.cpp.
@@ -33,7 +34,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -43,11 +43,13 @@
 #include "core/parallel.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/input_reader.hpp"
+#include "tabular/json_file.hpp"
 #include "tabular/npy_format.hpp"
 #include "tabular/parse_tsv.hpp"
 #include "tabular/preprocess_backend.hpp"
 #include "tabular/row_count.hpp"
 #include "tabular/vocab.hpp"
+#include "tabular/vocab_dir.hpp"
 #include "tabular/writers.hpp"
 
 namespace dlprep::tabular {
@@ -107,27 +109,8 @@ std::string input_format_name(InputFormat f) {
   return "auto";
 }
 
-std::string output_format_name(OutputFormat f) {
-  switch (f) {
-    case OutputFormat::npy:
-      return "npy";
-    case OutputFormat::dlrm:
-      return "dlrm";
-    case OutputFormat::split:
-      return "split";
-    case OutputFormat::none:
-      break;
-  }
-  return "none";
-}
-
 const char* bad_row_policy_name(BadRowPolicy p) {
   return p == BadRowPolicy::skip ? "skip" : "error";
-}
-
-// vocab.json of a --vocab-from DIR: the run's OUTDIR or OUTDIR/vocab.
-fs::path vocab_json_of(const fs::path& where) {
-  return fs::exists(where / "vocab.json") ? where / "vocab.json" : where / "vocab" / "vocab.json";
 }
 
 json file_identity(const fs::path& p) {
@@ -144,30 +127,6 @@ uint64_t regular_file_size(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
   return S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw Error(Errc::io, p.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw Error(Errc::corrupt_data, p.string() + ": " + e.what());
-  }
-}
-
-void write_json(const fs::path& p, const json& j) {
-  std::string s = j.dump(2) + "\n";
-  write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
-}
-
-template <typename T>
-void write_npy_1d(const fs::path& p, const char* descr, const std::vector<T>& v) {
-  AtomicFile f(p);
-  std::string h = npy_header(descr, v.size(), 0);
-  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
-  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)));
-  f.commit();
 }
 
 std::string binary_header() {
@@ -592,7 +551,7 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
              {"days_done", days_done},
              {"days", days}};
   PhaseTimer t(write_seconds_);
-  write_json(o_.out_dir / "state.json", st);
+  write_json_file(o_.out_dir / "state.json", st);
 }
 
 std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
@@ -600,7 +559,7 @@ std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
   const fs::path path = o_.out_dir / "state.json";
   if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return done;
   try {
-    const json st = read_json(path);
+    const json st = read_json_file(path);
     if (st.value("pass2", json()) != fp2) return done;
     const json days = st.value("days", json::array());
     for (const json& d : st.at("days_done")) {
@@ -895,48 +854,22 @@ void Run::write_dlrm_counts() {
 }
 
 void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
-  fs::path dir = o_.out_dir / "vocab";
-  fs::create_directories(dir);
-  for (int j = 0; j < kNumSparse; ++j) {
-    const std::string c = field_name(kFirstSparseField + j);
-    write_npy_1d(dir / (c + "_values.npy"), "<u4", vocab_[j].values());
-    write_npy_1d(dir / (c + "_counts.npy"), "<u8", vocab_[j].counts());
-  }
   json days = json::array();
   for (const auto& d : stats_.days)
     days.push_back({{"input", d.input},
                     {"rows", d.rows},
                     {"bad_rows", d.bad_rows},
                     {"input_bytes", d.input_bytes}});
-  std::vector<uint64_t> cardinality;
-  for (const auto& v : vocab_) cardinality.push_back(v.size());
-  json v = {{"schema", "dlprep.criteo-vocab/1"},
-            {"modulus", modulus_},
-            {"cardinality", cardinality},
-            {"days", days},
-            {"days_done", days_done},
-            {"pass1", pass1_fp}};
-  if (!outputs.is_null()) v["single_pass_outputs"] = outputs;
-  // How this run turns values into IDs and dense values into arrays: what a --vocab-from run
-  // takes by default (apply_vocab_conventions), so that its outputs match this run's.
-  json conventions = {{"min_freq", o_.min_freq},
-                      {"id_base", o_.id_base},
-                      {"oov_id", o_.oov_id ? json(*o_.oov_id) : json()},
-                      {"apply_log", o_.apply_log},
-                      {"log_offset", o_.log_offset}};
-  if (o_.output_format != OutputFormat::none)
-    conventions["output_format"] = output_format_name(o_.output_format);
-  v["conventions"] = conventions;
-  // Written last. A crash between the arrays and this file leaves arrays whose lengths differ
-  // from the recorded cardinalities, which load_vocab_from rejects.
-  write_json(dir / "vocab.json", v);
+  json fields = {{"days", days}, {"days_done", days_done}, {"pass1", pass1_fp}};
+  if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
+  write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
 }
 
 size_t Run::try_resume_vocab(const json& pass1_fp) {
   fs::path vj = o_.out_dir / "vocab" / "vocab.json";
   if (!o_.resume || !fs::exists(vj)) return 0;
   try {
-    json v = read_json(vj);
+    json v = read_json_file(vj);
     if (v.value("pass1", json()) != pass1_fp) return 0;
     const json& days = v["days"];
     size_t done = v.value("days_done", days.size());
@@ -957,59 +890,13 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
 }
 
 void Run::load_vocab_from(const fs::path& where) {
-  const fs::path vocab_json = vocab_json_of(where);
-  const fs::path dir = vocab_json.parent_path();
-  const json v = read_json(vocab_json);
-  auto bad = [&](const std::string& what) {
-    return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
-  };
-  // A list of one integer from 0 to `max` per sparse column, or empty when `key` is absent;
-  // checked before get<>(), which would wrap -1 and truncate 1.5.
-  auto column_list = [&](const char* key, uint64_t max) {
-    std::vector<uint64_t> out;
-    if (!v.contains(key)) return out;
-    const json& list = v.at(key);
-    if (!list.is_array() || list.size() != kNumSparse)
-      throw bad(std::string("bad ") + key + " list");
-    for (const json& n : list) {
-      if (!n.is_number_unsigned() || n.get<uint64_t>() > max)
-        throw bad(std::string("bad ") + key + " list");
-      out.push_back(n.get<uint64_t>());
-    }
-    return out;
-  };
-  if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
-    throw bad("not a dlprep vocabulary");
-  const std::vector<uint64_t> m = column_list("modulus", UINT32_MAX);
-  const std::vector<uint64_t> cardinality = column_list("cardinality", UINT64_MAX);
-  if (m.empty()) throw bad("no modulus list");
-  for (int j = 0; j < kNumSparse; ++j) {
-    if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != m[j])
-      throw Error(Errc::invalid_argument,
-                  "--modulus differs from the vocabulary's (" + std::to_string(m[j]) + ")");
-    modulus_[j] = static_cast<uint32_t>(m[j]);  // <= UINT32_MAX, checked above
-  }
-  vocab_.clear();
-  for (int j = 0; j < kNumSparse; ++j) {
-    const std::string c = field_name(kFirstSparseField + j);
-    NpyArray values = read_npy(dir / (c + "_values.npy"));
-    NpyArray counts = read_npy(dir / (c + "_counts.npy"));
-    if (values.descr != "<u4" || counts.descr != "<u8" || values.cols != 0 || counts.cols != 0 ||
-        values.rows != counts.rows)
-      throw Error(Errc::corrupt_data, dir.string() + ": bad vocabulary arrays for " + c);
-    if (!cardinality.empty() && cardinality[j] != values.rows)
-      throw Error(Errc::corrupt_data, dir.string() + ": " + c + " does not match vocab.json");
-    std::vector<uint32_t> vv(values.rows);
-    std::vector<uint64_t> cc(counts.rows);
-    std::memcpy(vv.data(), values.data.data(), vv.size() * 4);
-    std::memcpy(cc.data(), counts.data.data(), cc.size() * 8);
-    vocab_.emplace_back(modulus_[j]);
-    try {
-      vocab_.back().assign(std::move(vv), std::move(cc));
-    } catch (const Error& e) {
-      throw e.with_context(dir.string() + "/" + c);
-    }
-  }
+  SavedVocab saved = read_vocab_dir(where);
+  for (int j = 0; j < kNumSparse; ++j)
+    if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != saved.modulus[j])
+      throw Error(Errc::invalid_argument, "--modulus differs from the vocabulary's (" +
+                                              std::to_string(saved.modulus[j]) + ")");
+  modulus_ = saved.modulus;
+  vocab_ = std::move(saved.columns);
 }
 
 PreprocessStats Run::run() {
@@ -1179,7 +1066,7 @@ PreprocessStats Run::run() {
   if (o_.output_format == OutputFormat::dlrm && !o_.discard_outputs) write_dlrm_counts();
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
-  write_json(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
+  write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
   return stats_;
 }
 
@@ -1259,6 +1146,20 @@ PreprocessStats Preprocessor::run(const PreprocessOptions& options) {
   }
 }
 
+std::string output_format_name(OutputFormat f) {
+  switch (f) {
+    case OutputFormat::npy:
+      return "npy";
+    case OutputFormat::dlrm:
+      return "dlrm";
+    case OutputFormat::split:
+      return "split";
+    case OutputFormat::none:
+      break;
+  }
+  return "none";
+}
+
 std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
   std::array<uint32_t, kNumSparse> out{};
   std::vector<uint64_t> vals;
@@ -1280,49 +1181,6 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
     throw Error(Errc::invalid_argument, "--modulus: give one value or 26 comma-separated values");
   }
   return out;
-}
-
-void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
-  const fs::path file = vocab_json_of(vocab_from);
-  const json v = read_json(file);
-  if (!v.is_object() || !v.contains("conventions")) return;  // a vocabulary of an older dlprep
-  const json& c = v.at("conventions");
-  const auto bad = [&](const std::string& key) {
-    return Error(Errc::corrupt_data, file.string() + ": bad conventions." + key);
-  };
-  // An integer from `min` to 2^31 - 1, checked before get<>(), which would wrap or truncate it.
-  const auto integer = [&](const char* key, uint64_t min) {
-    const json& n = c.at(key);
-    if (!n.is_number_unsigned() || n.get<uint64_t>() < min || n.get<uint64_t>() > INT32_MAX)
-      throw bad(key);
-    return n.get<uint64_t>();
-  };
-  if (!c.is_object()) throw bad("*");
-  PreprocessOptions t = o;  // o changes only when every field is good
-  try {
-    t.min_freq = integer("min_freq", 1);
-    t.id_base = static_cast<int64_t>(integer("id_base", 0));
-    if (c.at("oov_id").is_null())
-      t.oov_id.reset();
-    else
-      t.oov_id = static_cast<int64_t>(integer("oov_id", 0));
-    if (!c.at("apply_log").is_boolean()) throw bad("apply_log");
-    t.apply_log = c.at("apply_log").get<bool>();
-    if (!c.at("log_offset").is_number() || !(c.at("log_offset").get<double>() > 0))
-      throw bad("log_offset");
-    t.log_offset = c.at("log_offset").get<double>();
-    if (c.contains("output_format")) {
-      const json& f = c.at("output_format");
-      constexpr std::array kLayouts = {OutputFormat::npy, OutputFormat::dlrm, OutputFormat::split};
-      const auto* it = std::find_if(kLayouts.begin(), kLayouts.end(),
-                                    [&](OutputFormat k) { return f == output_format_name(k); });
-      if (it == kLayouts.end()) throw bad("output_format");
-      t.output_format = *it;
-    }
-  } catch (const json::exception&) {
-    throw bad("*");  // a field missing
-  }
-  o = std::move(t);
 }
 
 void apply_preset(const std::string& name, PreprocessOptions& o) {

@@ -1,0 +1,31 @@
+// The JSON files of a run (vocab.json, state.json, stats.json): read with errors that name the
+// file, written atomically and indented.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+
+namespace dlprep::tabular {
+
+/// Throws Error(io) when the file cannot be opened, Error(corrupt_data) when it is not JSON.
+inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) throw Error(Errc::io, p.string() + ": cannot open");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(Errc::corrupt_data, p.string() + ": " + e.what());
+  }
+}
+
+inline void write_json_file(const std::filesystem::path& p, const nlohmann::json& j) {
+  const std::string s = j.dump(2) + "\n";
+  write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+}  // namespace dlprep::tabular

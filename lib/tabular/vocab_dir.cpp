@@ -1,0 +1,161 @@
+// A run's vocabulary directory (vocab_dir.hpp), and the conventions it records for --vocab-from.
+#include "tabular/vocab_dir.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/file_io.hpp"
+#include "tabular/json_file.hpp"
+#include "tabular/npy_format.hpp"
+#include "tabular/parse_tsv.hpp"
+
+namespace dlprep::tabular {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+namespace {
+
+template <typename T>
+void write_npy_1d(const fs::path& p, const char* descr, const std::vector<T>& v) {
+  AtomicFile f(p);
+  std::string h = npy_header(descr, v.size(), 0);
+  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)));
+  f.commit();
+}
+
+// How a run turns values into IDs and dense values into arrays: what a --vocab-from run takes by
+// default (apply_vocab_conventions), so that its outputs match this run's.
+json conventions_of(const PreprocessOptions& o) {
+  json c = {{"min_freq", o.min_freq},
+            {"id_base", o.id_base},
+            {"oov_id", o.oov_id ? json(*o.oov_id) : json()},
+            {"apply_log", o.apply_log},
+            {"log_offset", o.log_offset}};
+  if (o.output_format != OutputFormat::none)
+    c["output_format"] = output_format_name(o.output_format);
+  return c;
+}
+
+}  // namespace
+
+fs::path vocab_json_of(const fs::path& where) {
+  return fs::exists(where / "vocab.json") ? where / "vocab.json" : where / "vocab" / "vocab.json";
+}
+
+void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>& modulus,
+                     const std::vector<ColumnVocab>& vocab, const PreprocessOptions& options,
+                     json fields) {
+  fs::create_directories(dir);
+  std::vector<uint64_t> cardinality;
+  for (int j = 0; j < kNumSparse; ++j) {
+    const std::string c = field_name(kFirstSparseField + j);
+    write_npy_1d(dir / (c + "_values.npy"), "<u4", vocab[j].values());
+    write_npy_1d(dir / (c + "_counts.npy"), "<u8", vocab[j].counts());
+    cardinality.push_back(vocab[j].size());
+  }
+  fields["schema"] = "dlprep.criteo-vocab/1";
+  fields["modulus"] = modulus;
+  fields["cardinality"] = cardinality;
+  fields["conventions"] = conventions_of(options);
+  write_json_file(dir / "vocab.json", fields);
+}
+
+SavedVocab read_vocab_dir(const fs::path& where) {
+  const fs::path vocab_json = vocab_json_of(where);
+  const fs::path dir = vocab_json.parent_path();
+  const json v = read_json_file(vocab_json);
+  auto bad = [&](const std::string& what) {
+    return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
+  };
+  // A list of one integer from 0 to `max` per sparse column, or empty when `key` is absent;
+  // checked before get<>(), which would wrap -1 and truncate 1.5.
+  auto column_list = [&](const char* key, uint64_t max) {
+    std::vector<uint64_t> out;
+    if (!v.contains(key)) return out;
+    const json& list = v.at(key);
+    if (!list.is_array() || list.size() != kNumSparse)
+      throw bad(std::string("bad ") + key + " list");
+    for (const json& n : list) {
+      if (!n.is_number_unsigned() || n.get<uint64_t>() > max)
+        throw bad(std::string("bad ") + key + " list");
+      out.push_back(n.get<uint64_t>());
+    }
+    return out;
+  };
+  if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
+    throw bad("not a dlprep vocabulary");
+  const std::vector<uint64_t> m = column_list("modulus", UINT32_MAX);
+  const std::vector<uint64_t> cardinality = column_list("cardinality", UINT64_MAX);
+  if (m.empty()) throw bad("no modulus list");
+  SavedVocab saved;
+  for (int j = 0; j < kNumSparse; ++j)
+    saved.modulus[j] = static_cast<uint32_t>(m[j]);  // <= UINT32_MAX, checked above
+  for (int j = 0; j < kNumSparse; ++j) {
+    const std::string c = field_name(kFirstSparseField + j);
+    NpyArray values = read_npy(dir / (c + "_values.npy"));
+    NpyArray counts = read_npy(dir / (c + "_counts.npy"));
+    if (values.descr != "<u4" || counts.descr != "<u8" || values.cols != 0 || counts.cols != 0 ||
+        values.rows != counts.rows)
+      throw Error(Errc::corrupt_data, dir.string() + ": bad vocabulary arrays for " + c);
+    if (!cardinality.empty() && cardinality[j] != values.rows)
+      throw Error(Errc::corrupt_data, dir.string() + ": " + c + " does not match vocab.json");
+    std::vector<uint32_t> vv(values.rows);
+    std::vector<uint64_t> cc(counts.rows);
+    std::memcpy(vv.data(), values.data.data(), vv.size() * 4);
+    std::memcpy(cc.data(), counts.data.data(), cc.size() * 8);
+    saved.columns.emplace_back(saved.modulus[j]);
+    try {
+      saved.columns.back().assign(std::move(vv), std::move(cc));
+    } catch (const Error& e) {
+      throw e.with_context(dir.string() + "/" + c);
+    }
+  }
+  return saved;
+}
+
+void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
+  const fs::path file = vocab_json_of(vocab_from);
+  const json v = read_json_file(file);
+  if (!v.is_object() || !v.contains("conventions")) return;  // a vocabulary of an older dlprep
+  const json& c = v.at("conventions");
+  const auto bad = [&](const std::string& key) {
+    return Error(Errc::corrupt_data, file.string() + ": bad conventions." + key);
+  };
+  // An integer from `min` to 2^31 - 1, checked before get<>(), which would wrap or truncate it.
+  const auto integer = [&](const char* key, uint64_t min) {
+    const json& n = c.at(key);
+    if (!n.is_number_unsigned() || n.get<uint64_t>() < min || n.get<uint64_t>() > INT32_MAX)
+      throw bad(key);
+    return n.get<uint64_t>();
+  };
+  if (!c.is_object()) throw bad("*");
+  PreprocessOptions t = o;  // o changes only when every field is good
+  try {
+    t.min_freq = integer("min_freq", 1);
+    t.id_base = static_cast<int64_t>(integer("id_base", 0));
+    if (c.at("oov_id").is_null())
+      t.oov_id.reset();
+    else
+      t.oov_id = static_cast<int64_t>(integer("oov_id", 0));
+    if (!c.at("apply_log").is_boolean()) throw bad("apply_log");
+    t.apply_log = c.at("apply_log").get<bool>();
+    if (!c.at("log_offset").is_number() || !(c.at("log_offset").get<double>() > 0))
+      throw bad("log_offset");
+    t.log_offset = c.at("log_offset").get<double>();
+    if (c.contains("output_format")) {
+      const json& f = c.at("output_format");
+      constexpr std::array kLayouts = {OutputFormat::npy, OutputFormat::dlrm, OutputFormat::split};
+      const auto* it = std::find_if(kLayouts.begin(), kLayouts.end(),
+                                    [&](OutputFormat k) { return f == output_format_name(k); });
+      if (it == kLayouts.end()) throw bad("output_format");
+      t.output_format = *it;
+    }
+  } catch (const json::exception&) {
+    throw bad("*");  // a field missing
+  }
+  o = std::move(t);
+}
+
+}  // namespace dlprep::tabular

@@ -41,8 +41,9 @@ std::string npz_archive(const std::vector<std::pair<std::string, std::string>>& 
   // bytes depend on the arrays alone.
   constexpr uint16_t kVersion = 20, kDosDate = (1 << 5) | 1;
   std::string out, directory;
-  for (const auto& [name, npy] : arrays) {
-    const std::string file = name + ".npy";
+  for (const auto& member : arrays) {
+    const std::string& npy = member.second;  // not a structured binding: the lambda below uses it
+    const std::string file = member.first + ".npy";
     if (out.size() + npy.size() + 2 * file.size() + 200 > UINT32_MAX)
       throw Error(Errc::limit_exceeded, "an .npz archive over 4 GiB");
     const auto crc = static_cast<uint32_t>(::crc32(::crc32(0, nullptr, 0),

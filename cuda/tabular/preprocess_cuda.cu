@@ -8,8 +8,8 @@
 //           ApplyVocab, Neg2Zero, Logarithm: one thread per (row, field)) -> D2H of the arrays
 //   single  (CriteoPass1Setup::assign_ids) pass 1 up to GenVocab -> the chunk's new values get
 //   pass    their IDs (vocab_assign_ids) -> transform, reading the IDs from pass 1's tables -> D2H
-//           of the arrays: the copy back of chunk i overlaps the copy in of chunk i+1, and nothing
-//           is read twice
+//           of the arrays (and of the valid rows for --emit-binary): the copy back of chunk i
+//           overlaps the copy in of chunk i+1, and nothing is read twice
 //
 // Slots, each with a stream, events and buffers, take chunks in turn (two for text, three for
 // rows): chunk i+1's copy in overlaps chunk i's kernels, and chunk i-1's results are copied back
@@ -672,9 +672,13 @@ struct CriteoPreprocessorCuda::Impl {
                     "the run");
       }
     }
-    if (p.pass == 1) {
+    if (p.pass == 1 && p1.assign_ids) {
+      // The arrays first: their copy back (queued in compute() for rows) is timed by the slot's
+      // D2H events, which the decoded rows' copy (want_rows) then records again.
+      finish_pass2(s, p, r, n, c.num_patches);
       finish_pass1(s, p, r, n);
-      if (p1.assign_ids) finish_pass2(s, p, r, n, c.num_patches);
+    } else if (p.pass == 1) {
+      finish_pass1(s, p, r, n);
     } else {
       finish_pass2(s, p, r, n, c.num_patches);
       if (p.owned_rows != nullptr) {
@@ -857,7 +861,7 @@ struct CriteoPreprocessorCuda::Impl {
   void begin_pass1(const CriteoPass1Setup& setup) {
     flush();
     HostTimer t(timings.setup_ms);
-    if (setup.assign_ids && (!setup.build_vocab || setup.want_rows || setup.keep_rows))
+    if (setup.assign_ids && (!setup.build_vocab || setup.keep_rows))
       throw Error(Errc::internal,
                   "criteo-preprocess on cuda: a single pass only builds the vocabulary");
     pass = 1;

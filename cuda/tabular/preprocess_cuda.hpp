@@ -39,7 +39,8 @@ struct CriteoChunkResult {
   int64_t first_bad_line = -1;
   /// That line's bytes with its '\n' (the caller words the message with the CPU parser).
   std::string_view first_bad_text;
-  /// Pass 1 with want_rows: `rows` decoded rows (40 words, the binary row format).
+  /// Pass 1 (or a single pass) with want_rows: `rows` decoded rows (40 words, the binary row
+  /// format).
   const uint32_t* decoded = nullptr;
   /// Pass 2: `rows` labels, rows x 13 dense words (float bits, or int32 for int_dense), rows x 26
   /// IDs, in pinned host memory, valid during the sink call.
@@ -58,8 +59,8 @@ struct CriteoPass1Setup {
       false;  ///< keep each day's valid rows in device memory for pass 2, while they fit
   /// A single pass (every ID final at first sight: no frequency threshold, no vocabulary given):
   /// each chunk is also transformed as in pass 2, a value's ID being id_base plus its
-  /// first-appearance index, and its arrays are delivered as pass 2's are. Needs build_vocab;
-  /// not with want_rows or keep_rows.
+  /// first-appearance index, and its arrays are delivered as pass 2's are (with want_rows,
+  /// beside the decoded rows). Needs build_vocab; not with keep_rows.
   bool assign_ids = false;
   int32_t id_base = 0;
   bool int_dense = false;  ///< with assign_ids, as CriteoPass2Setup's

@@ -93,9 +93,10 @@ struct PreprocessOptions {
   /// Benchmarks: run pass 2 to the arrays in host memory but write no output files (nor
   /// state.json); the vocabulary and stats.json are still written.
   bool discard_outputs = false;
-  /// Read the inputs once where the backend can (CPU, CUDA) and every ID is final when its value is
-  /// first seen (min_freq <= 1, no vocab_from, split_last none, no emit_binary): pass 1 also
-  /// transforms and writes each day. Same outputs; false keeps two passes (benchmarks, tests).
+  /// Read the inputs once where every ID is final when its value is first seen: min_freq <= 1 on
+  /// a backend whose pass 1 assigns IDs (CPU, CUDA), or vocab_from without emit_binary (see
+  /// preprocess.cpp for a split last day). Same outputs; false keeps two passes (benchmarks,
+  /// tests).
   bool single_pass = true;
   ProgressCallback progress;
   WarningCallback warning;

@@ -16,8 +16,9 @@
 //
 // A single pass replaces both where every ID is final when its value is first seen: id_base
 // plus the first-appearance index, with no --min-freq above 1, on a backend whose GenVocab
-// assigns it (CPU, CUDA); or the ID of a --vocab-from vocabulary, by pass 2 alone (whose
-// checkpoint is then state.json, with the counts of the days it lists). A split last day needs
+// assigns it (CPU, CUDA; its pieces also carry the decoded rows for --emit-binary); or the ID of
+// a --vocab-from vocabulary, by pass 2 alone (whose checkpoint is then state.json, with the
+// counts of the days it lists; --emit-binary there keeps two passes). A split last day needs
 // its row count first: it is counted before it is read (its lines under --on-bad-row error,
 // where every line is a row or the run stops; its valid rows, decoded on the host, under skip,
 // and then only when that day is at most half of the input). Each day is then transformed as it
@@ -664,7 +665,9 @@ bool Run::single_pass_allowed() const {
   // backend has), or from the first-appearance index (the backend's GenVocab assigns it).
   const bool ids_known =
       o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase);
-  return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && !o_.emit_binary &&
+  // Pass 2 alone hands back no decoded rows: --emit-binary with --vocab-from takes pass 1 for them.
+  const bool rows_delivered = !o_.emit_binary || !o_.vocab_from;
+  return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && rows_delivered &&
          split_counted;
 }
 
@@ -724,6 +727,7 @@ void Run::single_pass(size_t first_day) {
   setup.modulus = modulus_;
   setup.stop_at_error = o_.on_bad_row == BadRowPolicy::error;
   setup.assign_ids = true;
+  setup.want_rows = emit_.has_value();
   setup.id_base = static_cast<int32_t>(o_.id_base);
   setup.transform = pass2_setup();
   backend_->begin_pass1(setup, vocab_);
@@ -802,9 +806,12 @@ std::unique_ptr<DayWriter> Run::single_pass_day(
   uint64_t lines = 0;
   const PieceSink sink = [&](const PieceOutput& p) {
     count_piece(day, p.result, lines);
-    if (p.result.rows == 0 || !writer) return;
+    if (p.result.rows == 0) return;
     PhaseTimer t(write_seconds_);
-    writer->write(p.block);
+    if (writer) writer->write(p.block);
+    if (emit_ && p.rows != nullptr)
+      emit_->write(
+          ByteSpan(reinterpret_cast<const uint8_t*>(p.rows), p.result.rows * kBinaryRowBytes));
   };
   read_day(reader, day, "single pass", false,
            [&](const InputChunk& chunk) { process(chunk, sink); });

@@ -72,8 +72,8 @@ struct Pass1Setup {
   /// A single pass (only when single_pass()): the chunks are also transformed as by pass 2 with
   /// `transform`, each value's ID being id_base plus its first-appearance index, which is final
   /// as soon as the value is first seen when no frequency threshold or given vocabulary applies;
-  /// the blocks come back in PieceOutput::block. Needs build_vocab; not with want_rows,
-  /// index_rows or keep_rows.
+  /// the blocks come back in PieceOutput::block (with want_rows, beside the decoded rows). Needs
+  /// build_vocab; not with index_rows or keep_rows.
   bool assign_ids = false;
   int32_t id_base = 0;
   Pass2Setup transform;

@@ -196,7 +196,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
     vocab_ = &vocab;
     for (int j = 0; j < kNumSparse; ++j) fastmod_[j] = FastMod(setup.modulus[j]);
     if (setup.assign_ids) {
-      if (!setup.build_vocab || setup.want_rows || setup.index_rows || setup.keep_rows)
+      if (!setup.build_vocab || setup.index_rows || setup.keep_rows)
         throw Error(Errc::internal, "criteo-preprocess on cpu: a single pass only builds IDs");
       make_log_table(setup.transform);
       single_fn_ = row_transform(setup.transform);
@@ -248,10 +248,13 @@ class PreprocessBackendCpu final : public PreprocessBackend {
       }
     });
     if (single) {
-      transform_pieces(count, threads, sink, [&](Piece& p) {
-        transform_piece(p, kernels_, single_fn_);
-        ids_from_columns(p, p1_.id_base);
-      });
+      transform_pieces(
+          count, threads, sink,
+          [&](Piece& p) {
+            transform_piece(p, kernels_, single_fn_);
+            ids_from_columns(p, p1_.id_base);
+          },
+          p1_.want_rows);
       return;
     }
     if (!index_rows) return;
@@ -331,10 +334,10 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   }
 
   // `make_block` makes each piece's output block (in parallel); the blocks go to the sink in
-  // order, with the pieces' counts.
+  // order, with the pieces' counts, and with_rows their decoded rows (a single pass's want_rows).
   template <typename MakeBlock>
-  void transform_pieces(size_t count, unsigned threads, const PieceSink& sink,
-                        MakeBlock make_block) {
+  void transform_pieces(size_t count, unsigned threads, const PieceSink& sink, MakeBlock make_block,
+                        bool with_rows = false) {
     ordered_parallel_for(
         count, threads, [&](size_t i) { make_block(pieces_[i]); },
         [&](size_t i) {
@@ -342,6 +345,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
           PieceOutput out;
           out.result = p.result;
           out.block = RowBlock{p.labels.data(), p.dense.data(), p.sparse.data(), p.nrows};
+          if (with_rows) out.rows = p.rows;
           sink(out);
         });
   }

@@ -160,7 +160,9 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
                              2 * fs::file_size(c.inputs.back()) <= total;
   // Its IDs final at first sight: a given vocabulary's, or first appearances without a threshold.
   const bool ids_known = c.vocab_from || c.min_freq <= 1;
-  const bool single = c.single_pass && ids_known && !c.emit_binary &&
+  // Pass 2 alone (a given vocabulary) hands back no decoded rows for --emit-binary.
+  const bool rows_delivered = !c.emit_binary || !c.vocab_from;
+  const bool single = c.single_pass && ids_known && rows_delivered &&
                       c.output_format != OutputFormat::none && split_counted;
   EXPECT(s2.single_pass == single && !s1.single_pass, "%s: single pass %d, expected %d",
          name.c_str(), s2.single_pass, single);
@@ -386,11 +388,24 @@ void run_all() {
     both("empty_days", z);
     z.output_format = OutputFormat::split;
     both("empty_days_split_layout", z);
-    // --emit-binary itself from the CUDA run.
-    PreprocessOptions x = opts({g2, deepctr});
-    x.emit_binary = data / "emit_x.bin";
-    both("emit_binary", x, [&](PreprocessOptions& c) { c.emit_binary = data / "emit_y.bin"; });
-    EXPECT(slurp(data / "emit_x.bin") == slurp(data / "emit_y.bin"), "emitted rows differ");
+    // --emit-binary itself from the CUDA run (a single pass), from text with a bad row skipped
+    // and from binary rows, and in two passes.
+    const auto emit_case = [&](const std::string& name, PreprocessOptions x) {
+      x.emit_binary = data / (name + "_cpu.bin");
+      both(name, x, [&](PreprocessOptions& c) { c.emit_binary = data / (name + "_cuda.bin"); });
+      EXPECT(slurp(data / (name + "_cpu.bin")) == slurp(data / (name + "_cuda.bin")),
+             "%s: emitted rows differ", name.c_str());
+    };
+    emit_case("emit_binary", opts({g2, deepctr}));
+    PreprocessOptions xs = opts({g2, data / "only_bad.tsv", deepctr});
+    xs.on_bad_row = BadRowPolicy::skip;
+    emit_case("emit_binary_skip", xs);
+    PreprocessOptions xb = opts({data / "rows.bin", g2});
+    xb.chunk_bytes = 64 << 10;
+    emit_case("emit_binary_from_rows", xb);
+    PreprocessOptions x2 = opts({g2, deepctr});
+    x2.single_pass = false;
+    emit_case("emit_binary_two_passes", x2);
   }
 
   // Malformed rows: the first one stops both runs with the same file:line message; skipped,

@@ -14,8 +14,8 @@
 //   C  the same bytes as binary rows (whole 160-byte rows; none: skipped), where every word is
 //      valid: moduli 1,000 and none, IDs from 1, OOV 0, log(x + 1);
 //   D  A's moduli and bad rows skipped, IDs from 2, log(x + 3), no threshold: the CUDA backend in
-//      a single pass (Pass1Setup::assign_ids), and the CPU backend in a single pass too, each
-//      against the CPU in two;
+//      a single pass (Pass1Setup::assign_ids, decoded rows included), and the CPU backend in a
+//      single pass too, each against the CPU in two;
 //   E  C's binary rows in a single pass on CUDA and on the CPU;
 //   F  A's settings with the vocabulary of the first half of the lines given (--vocab-from):
 //      pass 2 alone, on backends that never ran pass 1.
@@ -155,7 +155,7 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
     Pass1Setup s1;
     s1.modulus = c.modulus;
     s1.stop_at_error = c.stop_at_error;
-    s1.want_rows = !c.single_pass;  // a single pass hands back no decoded rows
+    s1.want_rows = true;  // --emit-binary's decoded rows, in a single pass too
     s1.keep_rows = c.keep_rows;
     if (single) {
       s1.assign_ids = true;

@@ -134,6 +134,7 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
     fs::path last;  // the last day; bad.tsv's bad row is skipped (split: its valid rows counted)
   };
   const fs::path bad_day = dir / "bad.tsv", edge = kSamples / "edge_cases.tsv";
+  size_t index = 0;
   for (const Variant& v :
        {Variant{"npy", OutputFormat::npy, 5000, 0, true, 1, SplitLast::none, bad_day},
         Variant{"npy_hashed_base2", OutputFormat::npy, 0, 2, true, 3, SplitLast::none, bad_day},
@@ -152,9 +153,12 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
                 bad_day}}) {
     INFO(v.name);
     const bool bad_rows = v.last == bad_day;
+    const bool emit = index++ % 2 == 0;  // --emit-binary: the decoded rows of the single pass too
     std::vector<fs::path> days = {day, kSamples / "nvtabular_day_0.gz", dir / "rows.bin", v.last};
     const auto run = [&](bool single, unsigned threads) {
-      PreprocessOptions o = base(days, dir / (std::string(v.name) + (single ? "_1" : "_2")));
+      const std::string name = std::string(v.name) + (single ? "_1" : "_2");
+      PreprocessOptions o = base(days, dir / name);
+      if (emit) o.emit_binary = dir / (name + ".bin");
       o.output_format = v.format;
       o.modulus.fill(v.modulus);
       o.id_base = v.id_base;
@@ -171,6 +175,11 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
       return o.out_dir;
     };
     const fs::path two = run(false, 1), one = run(true, 2);
+    if (emit) {
+      const std::string rows = slurp(two.string() + ".bin");
+      CHECK(rows.size() > 64 + 160 * 200);
+      CHECK(slurp(one.string() + ".bin") == rows);
+    }
     std::vector<std::string> stems = {"day_0", "day_1", "day_2", "day_3"};
     if (v.split != SplitLast::none) stems.back() = "test", stems.push_back("val");
     std::vector<std::string> files = {"vocab/C1_values.npy", "vocab/C26_counts.npy",
@@ -206,14 +215,18 @@ TEST_CASE("a single pass that fails leaves no output; its checkpoints publish th
     INFO("format " << static_cast<int>(v.format) << ", vocab_from " << v.given);
     PreprocessOptions o = base(days, dir / "out");
     o.output_format = v.format;
+    const fs::path emitted = dir / "rows.bin";
     if (v.given) {
       o.modulus = {};
       o.vocab_from = dir / "train";
+    } else {
+      o.emit_binary = emitted;  // (with a given vocabulary it would take two passes)
     }
     // Before any checkpoint: days 0 and 1 were complete, but none of their files appear, and the
     // output directory the run created goes again (with the split layout's day directories).
     CHECK_THROWS_WITH_AS(preprocess(o), doctest::Contains("bad.tsv:201: too few fields"), Error);
     CHECK_FALSE(fs::exists(o.out_dir));
+    CHECK_FALSE(fs::exists(emitted));
     // A checkpoint after every day: the days it covers appear before it is written.
     o.resume = true;
     o.checkpoint_seconds = 0;
@@ -223,6 +236,7 @@ TEST_CASE("a single pass that fails leaves no output; its checkpoints publish th
         CHECK(fs::exists(f) == (d < 2));
     CHECK(fs::exists(o.out_dir / "state.json") == v.given);
     CHECK(fs::exists(o.out_dir / "vocab" / "vocab.json") == !v.given);
+    CHECK_FALSE(fs::exists(emitted));  // one file of every day's rows: at the end or never
     fs::remove_all(o.out_dir);
   }
 }

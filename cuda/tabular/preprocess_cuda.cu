@@ -681,6 +681,7 @@ struct CriteoPreprocessorCuda::Impl {
       finish_pass1(s, p, r, n);
     } else {
       finish_pass2(s, p, r, n, c.num_patches);
+      if (p2.want_rows) copy_rows_back(s, p, r, n);
       if (p.owned_rows != nullptr) {
         DLPREP_CUDA_CHECK(cudaFreeAsync(p.owned_rows, s.stream));
         kept_bytes -= uint64_t{p.owned_count} * tabular::kBinaryRowBytes;
@@ -692,7 +693,6 @@ struct CriteoPreprocessorCuda::Impl {
   void finish_pass1(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n) {
     const uint64_t bytes = uint64_t{n} * tabular::kBinaryRowBytes;
     uint32_t* compact = nullptr;
-    bool temporary = false;
     if (p1.keep_rows && n > 0) {
       KeptDay& d = kept[p.day];
       if (!d.dropped && kept_bytes + bytes > keep_budget) drop_kept_day(p.day);
@@ -704,22 +704,29 @@ struct CriteoPreprocessorCuda::Impl {
         timings.kept_rows += n;
       }
     }
-    if (p1.want_rows && n > 0) {
-      if (compact == nullptr) {
-        compact = pool_alloc(bytes, s.stream);
-        temporary = true;
-        gather_rows(s, p.src, n, compact);
-      }
-      s.h_rows.reserve(size_t{n} * kNumFields);
-      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_begin, s.stream));
-      DLPREP_CUDA_CHECK(
-          cudaMemcpyAsync(s.h_rows.get(), compact, bytes, cudaMemcpyDeviceToHost, s.stream));
-      DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
-      if (temporary) DLPREP_CUDA_CHECK(cudaFreeAsync(compact, s.stream));
-      wait_for(s.ev_d2h_end);
-      timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
-      r.decoded = s.h_rows.get();
+    if (p1.want_rows) copy_rows_back(s, p, r, n, compact);
+  }
+
+  // The chunk's `n` valid rows into pinned host memory for the sink (r.decoded): from `compact`
+  // when they were gathered there already, else gathered for the copy.
+  void copy_rows_back(Slot& s, const Pending& p, CriteoChunkResult& r, uint32_t n,
+                      uint32_t* compact = nullptr) {
+    if (n == 0) return;
+    const uint64_t bytes = uint64_t{n} * tabular::kBinaryRowBytes;
+    const bool temporary = compact == nullptr;
+    if (temporary) {
+      compact = pool_alloc(bytes, s.stream);
+      gather_rows(s, p.src, n, compact);
     }
+    s.h_rows.reserve(size_t{n} * kNumFields);
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_begin, s.stream));
+    DLPREP_CUDA_CHECK(
+        cudaMemcpyAsync(s.h_rows.get(), compact, bytes, cudaMemcpyDeviceToHost, s.stream));
+    DLPREP_CUDA_CHECK(cudaEventRecord(s.ev_d2h_end, s.stream));
+    if (temporary) DLPREP_CUDA_CHECK(cudaFreeAsync(compact, s.stream));
+    wait_for(s.ev_d2h_end);
+    timings.d2h_ms += elapsed_ms(s.ev_d2h_begin, s.ev_d2h_end);
+    r.decoded = s.h_rows.get();
   }
 
   // The copy back of a chunk's `n` output rows into the slot's pinned arrays, on its stream.

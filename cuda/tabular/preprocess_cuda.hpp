@@ -39,8 +39,8 @@ struct CriteoChunkResult {
   int64_t first_bad_line = -1;
   /// That line's bytes with its '\n' (the caller words the message with the CPU parser).
   std::string_view first_bad_text;
-  /// Pass 1 (or a single pass) with want_rows: `rows` decoded rows (40 words, the binary row
-  /// format).
+  /// With want_rows (either pass, or a single pass): `rows` decoded rows (40 words, the binary
+  /// row format).
   const uint32_t* decoded = nullptr;
   /// Pass 2: `rows` labels, rows x 13 dense words (float bits, or int32 for int_dense), rows x 26
   /// IDs, in pinned host memory, valid during the sink call.
@@ -75,6 +75,7 @@ struct CriteoPass1Setup {
 struct CriteoPass2Setup {
   std::array<uint32_t, kCriteoColumns> modulus{};
   bool stop_at_error = true;
+  bool want_rows = false;  ///< CriteoChunkResult::decoded too (pass 2 alone, --emit-binary)
   bool int_dense = false;
   bool apply_log = true;
   double log_offset = tabular::kDefaultLogOffset;

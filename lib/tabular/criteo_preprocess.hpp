@@ -94,9 +94,8 @@ struct PreprocessOptions {
   /// state.json); the vocabulary and stats.json are still written.
   bool discard_outputs = false;
   /// Read the inputs once where every ID is final when its value is first seen: min_freq <= 1 on
-  /// a backend whose pass 1 assigns IDs (CPU, CUDA), or vocab_from without emit_binary (see
-  /// preprocess.cpp for a split last day). Same outputs; false keeps two passes (benchmarks,
-  /// tests).
+  /// a backend whose pass 1 assigns IDs (CPU, CUDA), or vocab_from (see preprocess.cpp for a
+  /// split last day). Same outputs; false keeps two passes (benchmarks, tests).
   bool single_pass = true;
   ProgressCallback progress;
   WarningCallback warning;

@@ -16,9 +16,9 @@
 //
 // A single pass replaces both where every ID is final when its value is first seen: id_base
 // plus the first-appearance index, with no --min-freq above 1, on a backend whose GenVocab
-// assigns it (CPU, CUDA; its pieces also carry the decoded rows for --emit-binary); or the ID of
-// a --vocab-from vocabulary, by pass 2 alone (whose checkpoint is then state.json, with the
-// counts of the days it lists; --emit-binary there keeps two passes). A split last day needs
+// assigns it (CPU, CUDA); or the ID of a --vocab-from vocabulary, by pass 2 alone (whose
+// checkpoint is then state.json, with the counts of the days it lists). Either way the pieces
+// also carry their decoded rows for --emit-binary. A split last day needs
 // its row count first: it is counted before it is read (its lines under --on-bad-row error,
 // where every line is a row or the run stops; its valid rows, decoded on the host, under skip,
 // and then only when that day is at most half of the input). Each day is then transformed as it
@@ -664,10 +664,7 @@ bool Run::single_pass_allowed() const {
   // backend has), or from the first-appearance index (the backend's GenVocab assigns it).
   const bool ids_known =
       o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase);
-  // Pass 2 alone hands back no decoded rows: --emit-binary with --vocab-from takes pass 1 for them.
-  const bool rows_delivered = !o_.emit_binary || !o_.vocab_from;
-  return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && rows_delivered &&
-         split_counted;
+  return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && split_counted;
 }
 
 uint64_t Run::count_rows(size_t day) {
@@ -751,10 +748,13 @@ void Run::single_pass(size_t first_day) {
 
 void Run::vocab_single_pass() {
   passes_ = 1;
-  backend_->begin_pass2(pass2_setup(), vocab_);
+  Pass2Setup setup = pass2_setup();
+  setup.want_rows = emit_.has_value();
+  backend_->begin_pass2(setup, vocab_);
   const json fp2 = pass2_fingerprint();
   // The checkpoint is state.json, which also records the counts of the days it lists.
-  const std::vector<size_t> done = days_done(fp2, true);
+  // --emit-binary's file holds every day's rows: then no day is skipped.
+  const std::vector<size_t> done = emit_ ? std::vector<size_t>() : days_done(fp2, true);
   const auto is_done = [&](size_t day) {
     return std::find(done.begin(), done.end(), day) != done.end();
   };

@@ -38,8 +38,8 @@ struct PieceOutput {
   /// and first_problem is decode_tsv's wording. With stop_at_error the piece ends at its first
   /// malformed row.
   TsvPieceResult result;
-  /// Pass 1 with Pass1Setup::want_rows: the result.rows decoded rows (40 words each, the binary
-  /// row format); nullptr otherwise.
+  /// Pass 1 (or a single pass) with Pass1Setup::want_rows, pass 2 with Pass2Setup::want_rows: the
+  /// result.rows decoded rows (40 words each, the binary row format); nullptr otherwise.
   const uint32_t* rows = nullptr;
   /// Pass 2, or pass 1 with Pass1Setup::assign_ids: the transformed rows (block.rows ==
   /// result.rows).
@@ -55,6 +55,9 @@ using IndexRowsSink = std::function<void(const uint32_t* rows, size_t n)>;
 struct Pass2Setup {
   std::array<uint32_t, kNumSparse> modulus{};
   bool stop_at_error = true;
+  /// PieceOutput::rows too (pass 2 alone, with a given vocabulary: --emit-binary); not read in
+  /// Pass1Setup::transform, whose rows Pass1Setup::want_rows asks for.
+  bool want_rows = false;
   bool int_dense = false;  ///< the dlrm layout: int32 max(x, 0), no log
   bool apply_log = true;   ///< float log(max(x, 0) + log_offset); false: float max(x, 0)
   double log_offset = kDefaultLogOffset;

@@ -296,6 +296,8 @@ class PreprocessBackendCpu final : public PreprocessBackend {
     rows_fn.mods = fastmod_;
     rows_fn.vocab = final_vocab_;
     if (indices) {
+      if (p2_.want_rows)
+        throw Error(Errc::internal, "criteo-preprocess on cpu: index rows are no decoded rows");
       rows_fn.sparse = Sparse::indices;
       rows_fn.ids = index_ids_;
     } else {
@@ -307,10 +309,13 @@ class PreprocessBackendCpu final : public PreprocessBackend {
       }
     }
     const size_t count = split_chunk(chunk, pieces_, kPass2PieceRows);
-    transform_pieces(count, workers(chunk), sink, [&](Piece& p) {
-      decode_piece(p, p2_.stop_at_error);
-      transform_piece(p, kernels_, rows_fn);
-    });
+    transform_pieces(
+        count, workers(chunk), sink,
+        [&](Piece& p) {
+          decode_piece(p, p2_.stop_at_error);
+          transform_piece(p, kernels_, rows_fn);
+        },
+        p2_.want_rows);
   }
 
  private:
@@ -334,7 +339,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   }
 
   // `make_block` makes each piece's output block (in parallel); the blocks go to the sink in
-  // order, with the pieces' counts, and with_rows their decoded rows (a single pass's want_rows).
+  // order, with the pieces' counts, and with_rows their decoded rows (want_rows).
   template <typename MakeBlock>
   void transform_pieces(size_t count, unsigned threads, const PieceSink& sink, MakeBlock make_block,
                         bool with_rows = false) {

@@ -108,6 +108,7 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     cuda::CriteoPass2Setup s;
     s.modulus = setup.modulus;
     s.stop_at_error = setup.stop_at_error;
+    s.want_rows = setup.want_rows;
     s.int_dense = setup.int_dense;
     s.apply_log = setup.apply_log;
     s.log_offset = setup.log_offset;

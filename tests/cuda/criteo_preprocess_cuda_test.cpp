@@ -160,10 +160,8 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
                              2 * fs::file_size(c.inputs.back()) <= total;
   // Its IDs final at first sight: a given vocabulary's, or first appearances without a threshold.
   const bool ids_known = c.vocab_from || c.min_freq <= 1;
-  // Pass 2 alone (a given vocabulary) hands back no decoded rows for --emit-binary.
-  const bool rows_delivered = !c.emit_binary || !c.vocab_from;
-  const bool single = c.single_pass && ids_known && rows_delivered &&
-                      c.output_format != OutputFormat::none && split_counted;
+  const bool single =
+      c.single_pass && ids_known && c.output_format != OutputFormat::none && split_counted;
   EXPECT(s2.single_pass == single && !s1.single_pass, "%s: single pass %d, expected %d",
          name.c_str(), s2.single_pass, single);
   std::printf(
@@ -177,6 +175,16 @@ PreprocessStats both(const std::string& name, PreprocessOptions o,
       static_cast<unsigned long long>(s2.log_values_on_host));
   std::fflush(stdout);
   return s2;
+}
+
+// both() with --emit-binary: the rows each run emits (scratch_root/NAME_{cpu,cuda}.bin) must be
+// the same bytes too.
+void both_emitting(const std::string& name, PreprocessOptions o) {
+  const fs::path cpu = scratch_root / (name + "_cpu.bin"),
+                 cuda = scratch_root / (name + "_cuda.bin");
+  o.emit_binary = cpu;
+  both(name, o, [&](PreprocessOptions& c) { c.emit_binary = cuda; });
+  EXPECT(slurp(cpu) == slurp(cuda), "%s: emitted rows differ", name.c_str());
 }
 
 PreprocessOptions opts(std::vector<fs::path> inputs, uint32_t modulus = 5000) {
@@ -390,22 +398,16 @@ void run_all() {
     both("empty_days_split_layout", z);
     // --emit-binary itself from the CUDA run (a single pass), from text with a bad row skipped
     // and from binary rows, and in two passes.
-    const auto emit_case = [&](const std::string& name, PreprocessOptions x) {
-      x.emit_binary = data / (name + "_cpu.bin");
-      both(name, x, [&](PreprocessOptions& c) { c.emit_binary = data / (name + "_cuda.bin"); });
-      EXPECT(slurp(data / (name + "_cpu.bin")) == slurp(data / (name + "_cuda.bin")),
-             "%s: emitted rows differ", name.c_str());
-    };
-    emit_case("emit_binary", opts({g2, deepctr}));
+    both_emitting("emit_binary", opts({g2, deepctr}));
     PreprocessOptions xs = opts({g2, data / "only_bad.tsv", deepctr});
     xs.on_bad_row = BadRowPolicy::skip;
-    emit_case("emit_binary_skip", xs);
+    both_emitting("emit_binary_skip", xs);
     PreprocessOptions xb = opts({data / "rows.bin", g2});
     xb.chunk_bytes = 64 << 10;
-    emit_case("emit_binary_from_rows", xb);
+    both_emitting("emit_binary_from_rows", xb);
     PreprocessOptions x2 = opts({g2, deepctr});
     x2.single_pass = false;
-    emit_case("emit_binary_two_passes", x2);
+    both_emitting("emit_binary_two_passes", x2);
   }
 
   // Malformed rows: the first one stops both runs with the same file:line message; skipped,
@@ -531,6 +533,7 @@ void run_all() {
     o.on_bad_row = BadRowPolicy::skip;
     o.split_last = SplitLast::test_val;
     both("vocab_from_bin_bad_rows_split", o);
+    both_emitting("vocab_from_emit_binary", o);  // pass 2 alone hands back the rows too
     o.split_last = SplitLast::none;
     o.preload_inputs = true;  // as criteo_bench --cuda times it
     o.discard_outputs = true;

@@ -18,7 +18,7 @@
 //      single pass too, each against the CPU in two;
 //   E  C's binary rows in a single pass on CUDA and on the CPU;
 //   F  A's settings with the vocabulary of the first half of the lines given (--vocab-from):
-//      pass 2 alone, on backends that never ran pass 1.
+//      pass 2 alone, decoded rows included, on backends that never ran pass 1.
 // The backends must agree on everything: line, row and bad-row counts, the first bad line and
 // its message, the decoded rows, the vocabulary (values in first-appearance order, counts), and
 // pass 2's labels, dense values (bit for bit) and IDs (and its counts, except in A, where the
@@ -148,6 +148,7 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
   s2.modulus = c.modulus;
   s2.stop_at_error = c.stop_at_error;
   s2.log_offset = c.log_offset;
+  s2.want_rows = given != nullptr;  // pass 2 alone: --emit-binary's rows come from it
   if (given != nullptr) {
     vocab = *given;
   } else {
@@ -192,6 +193,8 @@ void run_passes(PreprocessBackend& b, const std::vector<uint8_t>& input, const C
     else
       add_piece(o.pass2, p, c.stop_at_error);
     add_block(o, p.block);
+    if (p.rows != nullptr)
+      o.decoded.insert(o.decoded.end(), p.rows, p.rows + p.result.rows * kNumFields);
   };
   if (b.kept_day(0))
     b.pass2_kept_day(0, sink2);

@@ -216,11 +216,10 @@ TEST_CASE("a single pass that fails leaves no output; its checkpoints publish th
     PreprocessOptions o = base(days, dir / "out");
     o.output_format = v.format;
     const fs::path emitted = dir / "rows.bin";
+    o.emit_binary = emitted;
     if (v.given) {
       o.modulus = {};
       o.vocab_from = dir / "train";
-    } else {
-      o.emit_binary = emitted;  // (with a given vocabulary it would take two passes)
     }
     // Before any checkpoint: days 0 and 1 were complete, but none of their files appear, and the
     // output directory the run created goes again (with the split layout's day directories).
@@ -405,6 +404,7 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
     SplitLast split;
     fs::path last;  // bad.tsv's bad row is skipped (split: its valid rows counted first)
   };
+  size_t index = 0;
   for (const Variant& v :
        {Variant{"npy", OutputFormat::npy, SplitLast::none, bad_day},
         Variant{"split_layout", OutputFormat::split, SplitLast::none, edge},
@@ -414,8 +414,13 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
     INFO(std::string(v.name));
     const bool bad_rows = v.last == bad_day;
     const std::vector<fs::path> days = {kSamples / "nvtabular_day_0.gz", dir / "big.tsv", v.last};
+    const bool emit = index++ % 2 == 0;  // --emit-binary: pass 2 alone hands back the rows too
+    const auto emitted = [&](bool single) {
+      return dir / (std::string(v.name) + (single ? "_1" : "_2") + ".bin");
+    };
     const auto run = [&](bool single) {
       PreprocessOptions o = base(days, dir / (std::string(v.name) + (single ? "_1" : "_2")));
+      if (emit) o.emit_binary = emitted(single);
       o.modulus = {};
       o.vocab_from = dir / "train";
       o.output_format = v.format;
@@ -435,6 +440,10 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
       return s;
     };
     const PreprocessStats two = run(false), one = run(true);
+    if (emit) {
+      CHECK(fs::file_size(emitted(false)) == 64 + 160 * two.rows);
+      CHECK(slurp(emitted(true)) == slurp(emitted(false)));
+    }
     CHECK(one.rows == two.rows);
     CHECK(one.cardinality == two.cardinality);
     for (size_t d = 0; d < days.size(); ++d)
@@ -486,6 +495,13 @@ TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it 
   o.on_bad_row = BadRowPolicy::skip;
   again = preprocess(o);
   CHECK_FALSE(again.days[0].skipped);
+  // With --emit-binary no day is skipped: its file holds the rows of every day.
+  o.emit_binary = dir / "rows.bin";
+  again = preprocess(o);
+  CHECK(again.single_pass);
+  CHECK_FALSE(again.days[0].skipped);
+  CHECK_FALSE(again.days[1].skipped);
+  CHECK(fs::file_size(dir / "rows.bin") == 64 + 160 * 1200);
 }
 
 TEST_CASE("a vocabulary records its run's conventions, which a vocab_from run can take") {

@@ -1,5 +1,6 @@
 // criteo-preprocess's options as the CLI gives them: layout names, per-column moduli and the
 // presets that reproduce the conventions of the tools users already have (DLRM, TorchRec, PIPER).
+#include <optional>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -44,39 +45,48 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
   return out;
 }
 
-void apply_preset(const std::string& name, PreprocessOptions& o) {
-  if (name == "dlrm") {
+namespace {
+
+// A tool's conventions. Every preset also sets --min-freq 1 (no threshold).
+struct Preset {
+  const char* name;
+  uint32_t modulus;  // every column's; 0: as given
+  int64_t id_base;
+  std::optional<int64_t> oov_id;  // none: the default (id_base - 1, or past the last ID)
+  bool apply_log;
+  double log_offset;
+  OutputFormat output_format;
+  SplitLast split_last;
+};
+
+const Preset kPresets[] = {
     // Meta DLRM data_utils.py: 0-based first-appearance IDs over all days, no threshold,
     // negatives to 0, log(x+1) left to the loader; MLPerf-v1 binary; last day test then val.
-    o.id_base = 0;
-    o.oov_id.reset();
-    o.min_freq = 1;
-    o.apply_log = false;
-    o.log_offset = 1.0;
-    o.output_format = OutputFormat::dlrm;
-    o.split_last = SplitLast::test_val;
-  } else if (name == "torchrec") {
+    {"dlrm", 0, 0, std::nullopt, false, 1.0, OutputFormat::dlrm, SplitLast::test_val},
     // MLPerf DLRMv2 / TorchRec npy pipeline: IDs from 2, OOV 1, log(x+3) stored; val then test.
-    o.id_base = 2;
-    o.oov_id = 1;
-    o.min_freq = 1;
-    o.apply_log = true;
-    o.log_offset = 3.0;
-    o.output_format = OutputFormat::npy;
-    o.split_last = SplitLast::val_test;
-  } else if (name == "piper") {
+    {"torchrec", 0, 2, 1, true, 3.0, OutputFormat::npy, SplitLast::val_test},
     // PIPER's benchmark: modulus 5000, first-appearance IDs from 0, log(x+1).
-    o.modulus.fill(5000);
-    o.id_base = 0;
-    o.oov_id.reset();
+    {"piper", 5000, 0, std::nullopt, true, 1.0, OutputFormat::npy, SplitLast::none},
+};
+
+}  // namespace
+
+void apply_preset(const std::string& name, PreprocessOptions& o) {
+  std::string names;
+  for (const Preset& p : kPresets) {
+    names += (names.empty() ? "" : ", ") + std::string(p.name);
+    if (name != p.name) continue;
+    if (p.modulus != 0) o.modulus.fill(p.modulus);
+    o.id_base = p.id_base;
+    o.oov_id = p.oov_id;
     o.min_freq = 1;
-    o.apply_log = true;
-    o.log_offset = 1.0;
-    o.output_format = OutputFormat::npy;
-    o.split_last = SplitLast::none;
-  } else {
-    throw Error(Errc::invalid_argument, "unknown preset '" + name + "' (dlrm, torchrec, piper)");
+    o.apply_log = p.apply_log;
+    o.log_offset = p.log_offset;
+    o.output_format = p.output_format;
+    o.split_last = p.split_last;
+    return;
   }
+  throw Error(Errc::invalid_argument, "unknown preset '" + name + "' (" + names + ")");
 }
 
 }  // namespace dlprep::tabular

@@ -63,8 +63,10 @@ const Preset kPresets[] = {
     // Meta DLRM data_utils.py: 0-based first-appearance IDs over all days, no threshold,
     // negatives to 0, log(x+1) left to the loader; MLPerf-v1 binary; last day test then val.
     {"dlrm", 0, 0, std::nullopt, false, 1.0, OutputFormat::dlrm, SplitLast::test_val},
-    // MLPerf DLRMv2 / TorchRec npy pipeline: IDs from 2, OOV 1, log(x+3) stored; val then test.
-    {"torchrec", 0, 2, 1, true, 3.0, OutputFormat::npy, SplitLast::val_test},
+    // MLPerf DLRMv2 / TorchRec npy pipeline: IDs from 2, OOV 1, log(x+3) stored. The last day
+    // stays whole (day_23_*.npy): TorchRec's loaders take every file but the last day's for
+    // training and split that day themselves, its first half validation, the second test.
+    {"torchrec", 0, 2, 1, true, 3.0, OutputFormat::npy, SplitLast::none},
     // PIPER's benchmark: modulus 5000, first-appearance IDs from 0, log(x+1).
     {"piper", 5000, 0, std::nullopt, true, 1.0, OutputFormat::npy, SplitLast::none},
 };

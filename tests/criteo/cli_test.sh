@@ -76,7 +76,7 @@ expect progress2 0 "$DLPREP" --progress always criteo-preprocess --no-resume --p
 contains progress2 "$T/progress2.err" "criteo-preprocess (pass 2): "
 contains progress2 "$T/progress2.err" "criteo-preprocess (pass 2): 0.1/0.1 MB (100%)"
 # A split last day in a single pass: its rows counted first, that read in the total too.
-expect progress_split 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset torchrec "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o12"
+expect progress_split 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset torchrec --split-last val-test "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o12"
 contains progress_split "$T/progress_split.err" "criteo-preprocess (single pass): 0.2/0.2 MB (100%)"
 # --vocab-from reads its inputs once too (its IDs are known); a rerun finds the day done, with
 # its counts from state.json.
@@ -88,9 +88,9 @@ expect vocab_from_rerun 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o10" "$S/
 contains vocab_from_rerun "$T/vocab_from_rerun.out" "1000  *0  *71676  *up to date"
 # It takes the conventions of the vocabulary's run (here --preset torchrec's IDs from 2, OOV 1 and
 # log(x+3)) without being told again; explicit options still win; its run's directory is refused.
-expect conv_train 0 "$DLPREP" criteo-preprocess --preset torchrec --split-last none "$S/nvtabular_day_0.gz" -o "$T/o14"
+expect conv_train 0 "$DLPREP" criteo-preprocess --preset torchrec "$S/nvtabular_day_0.gz" -o "$T/o14"
 expect conv_test 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o15"
-expect conv_preset 0 "$DLPREP" criteo-preprocess --preset torchrec --split-last none --vocab-from "$T/o14/vocab" "$S/deepctr_200.tsv" -o "$T/o16"
+expect conv_preset 0 "$DLPREP" criteo-preprocess --preset torchrec --vocab-from "$T/o14/vocab" "$S/deepctr_200.tsv" -o "$T/o16"
 expect conv_id_base 0 "$DLPREP" criteo-preprocess --id-base 5 --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o17"
 for f in day_0_dense.npy day_0_sparse.npy day_0_labels.npy; do
   cmp -s "$T/o15/$f" "$T/o16/$f" || { echo "FAIL conv_test: $f differs from --preset torchrec's"; fail=1; }

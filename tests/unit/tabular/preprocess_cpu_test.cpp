@@ -592,7 +592,6 @@ TEST_CASE("num_embeddings holds every ID of each column, the OOV ID included") {
     INFO(v.preset);
     PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / v.preset);
     apply_preset(v.preset, train);
-    train.split_last = SplitLast::none;
     const PreprocessStats s = preprocess(train);
     const auto top = largest_ids(train.out_dir / "day_0_sparse.npy");
     for (int j = 0; j < kNumSparse; ++j) {
@@ -703,6 +702,14 @@ TEST_CASE("options are validated and unavailable devices refused with their reas
   CHECK_THROWS_AS(parse_modulus_list("1,2"), Error);
   CHECK_THROWS_AS(parse_modulus_list("x"), Error);
   CHECK_THROWS_AS(apply_preset("nope", o), Error);
+  // The last day: MLPerf-v1's test then val files for DLRM; whole for TorchRec, whose loaders
+  // split it themselves and would train on val_* and test_* files.
+  apply_preset("dlrm", o);
+  CHECK(o.split_last == SplitLast::test_val);
+  apply_preset("torchrec", o);
+  CHECK(o.split_last == SplitLast::none);
+  CHECK(o.id_base == 2);
+  CHECK(o.oov_id == 1);
 }
 
 TEST_CASE("stats.json carries the schema, rows, cardinalities and peak RSS") {

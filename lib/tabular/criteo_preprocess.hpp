@@ -191,6 +191,12 @@ std::string output_format_name(OutputFormat format);
 /// Throws Error(invalid_argument).
 std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text);
 
+/// Where every input is named after its day (day_N, day_N.gz, day_N.tsv ...) and the days do not
+/// increase in the order given, as a shell glob sorts them (day_10 before day_2): a sentence
+/// saying so, for a warning (the inputs are read in the order given, which decides the IDs and
+/// which day is last). Empty otherwise.
+std::string day_order_problem(const std::vector<std::filesystem::path>& inputs);
+
 /// Applies a named preset ("dlrm", "torchrec", "piper") to options; throws on an unknown name.
 void apply_preset(const std::string& name, PreprocessOptions& options);
 

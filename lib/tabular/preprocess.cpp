@@ -283,6 +283,8 @@ void Run::validate() {
                       " holds the --vocab-from vocabulary: its run's "
                       "outputs would be replaced; write to another directory");
   }
+  if (o_.warning)
+    if (const std::string w = day_order_problem(o_.inputs); !w.empty()) o_.warning(w);
 }
 
 void Run::check_memory(const char* where) {

@@ -1,7 +1,10 @@
-// criteo-preprocess's options as the CLI gives them: layout names, per-column moduli and the
-// presets that reproduce the conventions of the tools users already have (DLRM, TorchRec, PIPER).
+// criteo-preprocess's options as the CLI gives them: layout names, per-column moduli, the presets
+// that reproduce the conventions of the tools users already have (DLRM, TorchRec, PIPER), and the
+// check of the inputs' day order.
+#include <cctype>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "tabular/criteo_preprocess.hpp"
@@ -89,6 +92,42 @@ void apply_preset(const std::string& name, PreprocessOptions& o) {
     return;
   }
   throw Error(Errc::invalid_argument, "unknown preset '" + name + "' (" + names + ")");
+}
+
+namespace {
+
+// N of a file named day_N, or day_N followed by '.' and anything (day_N.gz, day_N.tsv.gz).
+std::optional<uint64_t> day_number(const std::filesystem::path& input) {
+  const std::string name = input.filename().string();
+  constexpr std::string_view kPrefix = "day_";
+  if (name.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
+  size_t end = kPrefix.size();
+  while (end < name.size() && end < kPrefix.size() + 9 &&
+         std::isdigit(static_cast<unsigned char>(name[end])))
+    ++end;
+  if (end == kPrefix.size() || (end < name.size() && name[end] != '.')) return std::nullopt;
+  return std::stoull(name.substr(kPrefix.size(), end - kPrefix.size()));
+}
+
+}  // namespace
+
+std::string day_order_problem(const std::vector<std::filesystem::path>& inputs) {
+  std::optional<uint64_t> previous;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::optional<uint64_t> day = day_number(inputs[i]);
+    if (!day) return "";
+    if (previous && *day <= *previous) {
+      // Only where every input is named after its day: look at the rest first.
+      for (size_t j = i + 1; j < inputs.size(); ++j)
+        if (!day_number(inputs[j])) return "";
+      return "the inputs are read in the order given, and " + inputs[i - 1].filename().string() +
+             " comes before " + inputs[i].filename().string() +
+             " there (a shell glob sorts names, not numbers): give day_{0..23}.gz or --days N "
+             "to read the days in order";
+    }
+    previous = day;
+  }
+  return "";
 }
 
 }  // namespace dlprep::tabular

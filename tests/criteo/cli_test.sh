@@ -98,6 +98,12 @@ done
 if cmp -s "$T/o15/day_0_sparse.npy" "$T/o17/day_0_sparse.npy"; then echo "FAIL conv_id_base: --id-base 5 changed nothing"; fail=1; fi
 expect conv_own_dir 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o14"
 contains conv_own_dir "$T/conv_own_dir.err" "holds the --vocab-from vocabulary"
+# Day files as a shell glob sorts them (day_10 before day_2): a warning, and the run goes on.
+mkdir -p "$T/glob"
+cp "$S/deepctr_200.tsv" "$T/glob/day_10"
+cp "$S/edge_cases.tsv" "$T/glob/day_2"
+expect day_order 0 "$DLPREP" criteo-preprocess "$T/glob"/day_* -o "$T/o18"
+contains day_order "$T/day_order.err" "warning: .*day_10 comes before day_2"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "vocabulary reused"

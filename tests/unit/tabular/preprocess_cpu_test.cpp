@@ -712,6 +712,32 @@ TEST_CASE("options are validated and unavailable devices refused with their reas
   CHECK(o.oov_id == 1);
 }
 
+TEST_CASE("inputs named after days out of their order are a warning, as a shell glob gives them") {
+  using Paths = std::vector<fs::path>;
+  CHECK(day_order_problem(Paths{"c/day_0.gz", "c/day_1.gz", "c/day_2.gz", "c/day_10.gz"}).empty());
+  CHECK(day_order_problem(Paths{"day_1.tsv.gz", "day_7"}).empty());
+  CHECK(day_order_problem(Paths{"day_3"}).empty());
+  // A shell glob: day_10 before day_2, and the last day is day_9.
+  const std::string w = day_order_problem(Paths{"c/day_0", "c/day_1", "c/day_10", "c/day_2"});
+  CHECK(w.find("day_10 comes before day_2") != std::string::npos);
+  CHECK_FALSE(day_order_problem(Paths{"day_1.tsv", "day_1.tsv.gz"}).empty());
+  // Not every input named after its day: no claim about their order.
+  CHECK(day_order_problem(Paths{"day_1", "day_0", "train.txt"}).empty());
+  CHECK(day_order_problem(Paths{"day_1", "day_0x"}).empty());
+  CHECK(day_order_problem(Paths{"day_1", "day_"}).empty());
+  CHECK(day_order_problem(Paths{"day_2", "day_12345678901"}).empty());
+  // preprocess() says it through its warning callback, and runs.
+  fs::path dir = scratch("day_order");
+  fs::copy_file(kSamples / "deepctr_200.tsv", dir / "day_1");
+  fs::copy_file(kSamples / "edge_cases.tsv", dir / "day_0");
+  PreprocessOptions o = base({dir / "day_1", dir / "day_0"}, dir / "out");
+  std::vector<std::string> warnings;
+  o.warning = [&](const std::string& m) { warnings.push_back(m); };
+  CHECK(preprocess(o).rows == 240);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("day_1 comes before day_0") != std::string::npos);
+}
+
 TEST_CASE("stats.json carries the schema, rows, cardinalities and peak RSS") {
   fs::path out = scratch("stats");
   PreprocessOptions o = base({kSamples / "nvtabular_day_0.gz"}, out);

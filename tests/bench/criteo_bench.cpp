@@ -2,7 +2,7 @@
 // memchr line-count ceiling, the straightforward C++ baseline, and dlprep's CPU pipeline on UTF-8,
 // gzip and binary input (a single pass, the default where every ID is final at first sight; UTF-8
 // and binary rows also in two passes, what the single pass gains; UTF-8 with its own vocabulary
-// given, --vocab-from, in one pass and two); every output checked against
+// given, --vocab-from, and with --emit-binary, in one pass and two); every output checked against
 // the baseline's (or the UTF-8 run's) before any time is reported. Timing through
 // lib/core/timing.hpp (warm-up, median, min).
 //
@@ -78,12 +78,14 @@ bool same_outputs(const fs::path& a, const fs::path& b) {
 
 // One timed dlprep run into an empty output directory: the outputs of the previous run are
 // removed first, untimed (replacing them would otherwise charge the kernel's eviction of the old
-// files' pages to this run).
+// files' pages to this run), and so is the --emit-binary file `emit`.
 TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::string& input,
                         const fs::path& out, uint64_t& rows, bool single_pass = true,
-                        const std::optional<fs::path>& vocab_from = std::nullopt) {
+                        const std::optional<fs::path>& vocab_from = std::nullopt,
+                        const std::optional<fs::path>& emit = std::nullopt) {
   return measure_self_timed(params, [&](bool) {
     fs::remove_all(out);
+    if (emit) fs::remove(*emit);
     Stopwatch sw;
     tabular::PreprocessOptions o;
     o.inputs = {input};
@@ -94,6 +96,7 @@ TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::st
     o.decode_cache = a.cache;
     o.single_pass = single_pass;
     o.vocab_from = vocab_from;
+    o.emit_binary = emit;
     rows = tabular::preprocess(o).rows;
     return sw.seconds();
   });
@@ -450,6 +453,19 @@ int main(int argc, char** argv) {
     rows.push_back({"dlprep UTF-8, --vocab-from, two passes",
                     time_dlprep(a, params, a.input, out, n, false, out_utf8), n});
     if (!same_outputs(out_utf8, out)) return 3;
+    // With --emit-binary (the rows for later runs): the same arrays, and rows equal in one pass
+    // and two, and to the binary input's where there is one.
+    const fs::path one = scratch / "emit_1.bin", two = scratch / "emit_2.bin";
+    rows.push_back({"dlprep UTF-8, --emit-binary",
+                    time_dlprep(a, params, a.input, out, n, true, std::nullopt, one), n});
+    if (!same_outputs(out_utf8, out)) return 3;
+    rows.push_back({"dlprep UTF-8, --emit-binary, two passes",
+                    time_dlprep(a, params, a.input, out, n, false, std::nullopt, two), n});
+    if (!same_outputs(out_utf8, out)) return 3;
+    if (!same_file(one, two) || (!a.bin.empty() && !same_file(one, a.bin))) {
+      std::fprintf(stderr, "criteo_bench: the rows --emit-binary wrote differ\n");
+      return 3;
+    }
   }
 
   if (!a.gz.empty()) {

@@ -9,17 +9,16 @@
 // nearest even. The device code spells them __fsub_rn/__fmul_rn so that nvcc can never contract
 // them into an FMA; on the host no FMA form exists for (a - b) * c and the build uses no
 // -ffast-math. float(x) is exact for every byte. Half: the float rounded to nearest even
-// (overflow to infinity, subnormals kept), __float2half_rn on the device and
-// float_to_half_bits() on the host, which the unit tests check against the compiler's _Float16.
+// (overflow to infinity, subnormals kept): float_to_half_bits() of core/float16.hpp.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "core/float16.hpp"
 #include "l3/batch_plan.hpp"
 
 #if defined(__CUDACC__)
-#include <cuda_fp16.h>
 #define DLPREP_L3_OUT_HD __host__ __device__ __forceinline__
 #else
 #define DLPREP_L3_OUT_HD inline
@@ -94,39 +93,6 @@ DLPREP_L3_OUT_HD float normalize_byte(uint8_t x, float mean, float scale) {
 #else
   const float centred = static_cast<float>(x) - mean;
   return centred * scale;
-#endif
-}
-
-/// The IEEE binary16 bits of f rounded to nearest even: overflow gives infinity, tiny values
-/// become subnormals or zero, NaN stays NaN (quiet, payload truncated).
-DLPREP_L3_OUT_HD uint16_t float_to_half_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __half_as_ushort(__float2half_rn(f));
-#else
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t a = x & 0x7FFFFFFFu;
-  if (a >= 0x7F800000u)  // infinity or NaN
-    return static_cast<uint16_t>(sign | 0x7C00u |
-                                 (a > 0x7F800000u ? 0x0200u | ((a >> 13) & 0x03FFu) : 0u));
-  if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520: infinity
-  if (a >= 0x38800000u) {  // a normal half: rebias the exponent (127 -> 15), round 13 bits away
-    const uint32_t rebased = a - 0x38000000u;
-    return static_cast<uint16_t>(sign | ((rebased + 0x0FFFu + ((rebased >> 13) & 1u)) >> 13));
-  }
-  if (a < 0x33000000u) return static_cast<uint16_t>(sign);  // <= 2^-25: rounds to (signed) zero
-  // A subnormal half counts units of 2^-24: the 24-bit significand shifted right by
-  // 126 - exponent (between 14 and 24 bits), rounded to nearest even.
-  const uint32_t exponent = a >> 23;
-  const uint32_t significand = (a & 0x7FFFFFu) | 0x800000u;
-  const uint32_t shift = 126u - exponent;
-  const uint32_t kept = significand >> shift;
-  const uint32_t rest = significand & ((1u << shift) - 1u);
-  const uint32_t half_way = 1u << (shift - 1u);
-  const uint32_t rounded =
-      kept + ((rest > half_way || (rest == half_way && (kept & 1u))) ? 1u : 0u);
-  return static_cast<uint16_t>(sign | rounded);
 #endif
 }
 

@@ -18,7 +18,9 @@
 // plus the first-appearance index, with no --min-freq above 1, on a backend whose GenVocab
 // assigns it (CPU, CUDA); or the ID of a --vocab-from vocabulary, by pass 2 alone (whose
 // checkpoint is then state.json, with the counts of the days it lists). Either way the pieces
-// also carry their decoded rows for --emit-binary. A split last day needs
+// also carry their decoded rows for --emit-binary. The split layout takes two passes all the
+// same (or a --vocab-from single pass): NVIDIA's types for its cat_J.bin files come from each
+// column's final table size, which the first day's files need. A split last day needs
 // its row count first: it is counted before it is read (its lines under --on-bad-row error,
 // where every line is a row or the run stops; its valid rows, decoded on the host, under skip,
 // and then only when that day is at most half of the input). Each day is then transformed as it
@@ -189,8 +191,9 @@ class Run {
   void publish(std::vector<std::unique_ptr<DayWriter>>& finished);
   /// The IDs: each column's vocabulary finalised (min_freq, id_base, OOV).
   void finalize_vocab();
-  /// OUTDIR/day_fea_count.npz, the embedding table sizes as DLRM reads them (the dlrm layout).
-  void write_dlrm_counts();
+  /// The embedding table sizes as the layout's loaders read them: OUTDIR/day_fea_count.npz
+  /// (dlrm), OUTDIR/model_size.json (split).
+  void write_table_sizes();
   /// The rows of day `day`, counted before a single pass reads it (see the top).
   uint64_t count_rows(size_t day);
   /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
@@ -270,6 +273,10 @@ void Run::validate() {
     throw Error(Errc::invalid_argument,
                 "--output-format dlrm stores integer dense values: add --no-log (the DLRM "
                 "loader takes log(x+1))");
+  if (o_.output_format == OutputFormat::split && !o_.apply_log)
+    throw Error(Errc::invalid_argument,
+                "--output-format split stores the dense values as float16 after the log (NVIDIA's "
+                "layout): drop --no-log, or use --output-format npy or dlrm for integer values");
   if (o_.chunk_bytes != 0 && o_.chunk_bytes < (size_t{64} << 10))
     throw Error(Errc::invalid_argument, "chunk size must be at least 64 KiB");
   if (o_.vocab_from) {
@@ -664,8 +671,10 @@ bool Run::single_pass_allowed() const {
                              2 * regular_file_size(o_.inputs.back()) <= total_input_bytes_;
   // Every ID is final at first sight: from a given vocabulary (pass 2 alone, which every
   // backend has), or from the first-appearance index (the backend's GenVocab assigns it).
+  // The split layout's ID types come from the final table sizes (see the top).
   const bool ids_known =
-      o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase);
+      o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase &&
+                        o_.output_format != OutputFormat::split);
   return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && split_counted;
 }
 
@@ -696,12 +705,15 @@ uint64_t Run::count_rows(size_t day) {
 
 std::unique_ptr<DayWriter> Run::open_writer(size_t day, std::optional<uint64_t> rows) {
   const std::vector<std::string> stems = day_stems(day);
-  if (stems.size() == 1) return open_day_writer(o_.output_format, o_.out_dir, stems[0], rows);
+  if (o_.output_format == OutputFormat::split && !ids_final_)
+    throw Error(Errc::internal, "the split layout's files need the final table sizes");
+  const auto open = [&](const std::string& stem, std::optional<uint64_t> n) {
+    return open_day_writer(o_.output_format, o_.out_dir, stem, n, stats_.num_embeddings);
+  };
+  if (stems.size() == 1) return open(stems[0], rows);
   if (!rows) throw Error(Errc::internal, "a split day's files need its row count");
   const uint64_t first = (*rows + 1) / 2;  // numpy.array_split: the first half gets the extra
-  return split_writer(open_day_writer(o_.output_format, o_.out_dir, stems[0], first),
-                      open_day_writer(o_.output_format, o_.out_dir, stems[1], *rows - first),
-                      first);
+  return split_writer(open(stems[0], first), open(stems[1], *rows - first), first);
 }
 
 json Run::single_pass_outputs() const {
@@ -848,7 +860,19 @@ void Run::finalize_vocab() {
   ids_final_ = true;
 }
 
-void Run::write_dlrm_counts() {
+void Run::write_table_sizes() {
+  if (o_.output_format == OutputFormat::split) {
+    // NVIDIA's split_dataset.py takes the sizes in the file's order (so not a sorted json) and
+    // derives each cat_J.bin's type from them, as split_id_bytes() did.
+    nlohmann::ordered_json sizes;
+    for (int j = 0; j < kNumSparse; ++j)
+      sizes["cat_" + std::to_string(j)] = stats_.num_embeddings[static_cast<size_t>(j)];
+    const std::string text = sizes.dump(2) + "\n";
+    PhaseTimer t(write_seconds_);
+    write_file_atomic(o_.out_dir / "model_size.json",
+                      ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+    return;
+  }
   // DLRM's loaders read the embedding table sizes from PREFIX_fea_count.npz ("counts", int32 per
   // column); the day files are day_N.bin, so PREFIX is OUTDIR/day.
   std::vector<int32_t> counts;
@@ -1071,7 +1095,9 @@ PreprocessStats Run::run() {
   stats_.setup_seconds = bt.setup_seconds;
   stats_.device_chunks = bt.chunks;
   stats_.log_values_on_host = bt.log_values_on_host;
-  if (o_.output_format == OutputFormat::dlrm && !o_.discard_outputs) write_dlrm_counts();
+  if ((o_.output_format == OutputFormat::dlrm || o_.output_format == OutputFormat::split) &&
+      !o_.discard_outputs)
+    write_table_sizes();
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
   write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));

@@ -1,9 +1,12 @@
 #include "tabular/writers.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/float16.hpp"
 #include "tabular/npy_format.hpp"
 
 namespace dlprep::tabular {
@@ -104,25 +107,57 @@ class DlrmWriter final : public DayWriter {
   std::vector<uint32_t> buf_;
 };
 
-// NVIDIA split layout: one file per column group, no headers.
+// NVIDIA split layout: one file per column group, no headers, NVIDIA's types (writers.hpp).
 class SplitWriter final : public DayWriter {
  public:
-  SplitWriter(const fs::path& dir, const std::string& stem, std::optional<uint64_t> rows)
+  SplitWriter(const fs::path& dir, const std::string& stem, std::optional<uint64_t> rows,
+              std::span<const uint64_t> table_sizes)
       : stem_(stem), expected_(rows) {
+    if (table_sizes.size() != kNumSparse)
+      throw Error(Errc::internal, stem + ": the split layout needs every column's table size");
     fs::path d = dir / stem;
     label_ = std::make_unique<AtomicFile>(d / "label.bin");
     numerical_ = std::make_unique<AtomicFile>(d / "numerical.bin");
-    for (int j = 0; j < kNumSparse; ++j)
+    for (int j = 0; j < kNumSparse; ++j) {
       cat_.push_back(std::make_unique<AtomicFile>(d / ("cat_" + std::to_string(j) + ".bin")));
+      id_bytes_[static_cast<size_t>(j)] =
+          static_cast<size_t>(split_id_bytes(table_sizes[static_cast<size_t>(j)]));
+    }
   }
   void write(const RowBlock& b) override {
-    label_->write(as_bytes(b.labels, b.rows * 4));
-    numerical_->write(as_bytes(b.dense, b.rows * kNumDense * 4));
-    buf_.resize(b.rows);
-    for (int j = 0; j < kNumSparse; ++j) {
-      for (size_t r = 0; r < b.rows; ++r) buf_[r] = b.sparse[r * kNumSparse + j];
-      cat_[static_cast<size_t>(j)]->write(as_bytes(buf_.data(), b.rows * 4));
+    labels_.resize(b.rows);
+    for (size_t r = 0; r < b.rows; ++r) labels_[r] = b.labels[r] != 0 ? 1 : 0;  // NumPy's bool
+    label_->write(as_bytes(labels_.data(), b.rows));
+    half_.resize(b.rows * kNumDense);
+    floats_to_halves(b.dense, half_.data(), half_.size());
+    numerical_->write(as_bytes(half_.data(), half_.size() * 2));
+    // Every column's IDs gathered tile by tile, so that a tile's rows stay in cache while their 26
+    // columns are read. IDs are below the column's table size, so narrowing keeps every value; the
+    // bytes are in the host's order, little-endian like every output here.
+    constexpr size_t kTileRows = 1024;
+    for (size_t j = 0; j < kNumSparse; ++j) columns_[j].resize(b.rows * id_bytes_[j]);
+    for (size_t r0 = 0; r0 < b.rows; r0 += kTileRows) {
+      const size_t r1 = std::min(b.rows, r0 + kTileRows);
+      for (size_t j = 0; j < kNumSparse; ++j) {
+        const int32_t* id = b.sparse + j;
+        uint8_t* out = columns_[j].data();
+        switch (id_bytes_[j]) {
+          case 1:
+            for (size_t r = r0; r < r1; ++r) out[r] = static_cast<uint8_t>(id[r * kNumSparse]);
+            break;
+          case 2:
+            for (size_t r = r0; r < r1; ++r) {
+              const auto v = static_cast<int16_t>(id[r * kNumSparse]);
+              std::memcpy(out + 2 * r, &v, 2);
+            }
+            break;
+          default:
+            for (size_t r = r0; r < r1; ++r) std::memcpy(out + 4 * r, &id[r * kNumSparse], 4);
+        }
+      }
     }
+    for (size_t j = 0; j < kNumSparse; ++j)
+      cat_[j]->write(as_bytes(columns_[j].data(), columns_[j].size()));
     written_ += b.rows;
   }
 
@@ -144,7 +179,10 @@ class SplitWriter final : public DayWriter {
   uint64_t written_ = 0;
   std::unique_ptr<AtomicFile> label_, numerical_;
   std::vector<std::unique_ptr<AtomicFile>> cat_;
-  std::vector<int32_t> buf_;
+  std::array<size_t, kNumSparse> id_bytes_{};
+  std::vector<uint8_t> labels_;
+  std::vector<uint16_t> half_;
+  std::array<std::vector<uint8_t>, kNumSparse> columns_;
 };
 
 class SplitDayWriter final : public DayWriter {
@@ -205,15 +243,20 @@ std::vector<fs::path> output_files(OutputFormat format, const fs::path& out_dir,
   return {};
 }
 
+int split_id_bytes(uint64_t table_size) {
+  return table_size < INT8_MAX ? 1 : table_size < INT16_MAX ? 2 : 4;
+}
+
 std::unique_ptr<DayWriter> open_day_writer(OutputFormat format, const fs::path& out_dir,
-                                           const std::string& stem, std::optional<uint64_t> rows) {
+                                           const std::string& stem, std::optional<uint64_t> rows,
+                                           std::span<const uint64_t> table_sizes) {
   switch (format) {
     case OutputFormat::npy:
       return std::make_unique<NpyWriter>(out_dir, stem, rows);
     case OutputFormat::dlrm:
       return std::make_unique<DlrmWriter>(out_dir, stem, rows);
     case OutputFormat::split:
-      return std::make_unique<SplitWriter>(out_dir, stem, rows);
+      return std::make_unique<SplitWriter>(out_dir, stem, rows, table_sizes);
     case OutputFormat::none:
       break;
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,20 @@ std::vector<std::filesystem::path> output_files(OutputFormat format,
                                                 const std::filesystem::path& out_dir,
                                                 const std::string& stem);
 
-/// Opens the writer of `format` for `rows` rows (nullopt: as many as arrive). Throws Error(io).
+/// Bytes of one ID in the split layout's cat_J.bin, from the column's embedding table size
+/// (PreprocessStats::num_embeddings): NVIDIA's get_categorical_feature_type, which its loaders
+/// apply to the same size: int8 below 127, int16 below 32767, else int32.
+int split_id_bytes(uint64_t table_size);
+
+/// Opens the writer of `format` for `rows` rows (nullopt: as many as arrive). The split layout
+/// needs the 26 columns' table sizes (the other layouts ignore them). Throws Error(io).
+/// The split layout is NVIDIA's (DeepLearningExamples' DLRM, TorchRec's NVTabular loader):
+/// label.bin bool (one byte, 0 or 1), numerical.bin float16 x 13 (the float32 values rounded to
+/// nearest even), cat_J.bin int8/int16/int32 as split_id_bytes says.
 std::unique_ptr<DayWriter> open_day_writer(OutputFormat format,
                                            const std::filesystem::path& out_dir,
-                                           const std::string& stem, std::optional<uint64_t> rows);
+                                           const std::string& stem, std::optional<uint64_t> rows,
+                                           std::span<const uint64_t> table_sizes);
 
 /// Sends the first `first_rows` rows to `first` and the rest to `second` (the split last day).
 std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,

@@ -36,6 +36,8 @@ expect bad_modulus 2 "$DLPREP" criteo-preprocess --modulus x "$S/deepctr_200.tsv
 contains bad_modulus "$T/bad_modulus.err" "modulus"
 expect bad_format 2 "$DLPREP" criteo-preprocess --output-format csv "$S/deepctr_200.tsv" -o "$T/o1"
 expect dlrm_needs_no_log 2 "$DLPREP" criteo-preprocess --output-format dlrm "$S/deepctr_200.tsv" -o "$T/o1"
+expect split_needs_log 2 "$DLPREP" criteo-preprocess --output-format split --no-log "$S/deepctr_200.tsv" -o "$T/o1"
+contains split_needs_log "$T/split_needs_log.err" "float16 after the log"
 expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
 # The DeepCTR sample as published (CSV with a header) is not Criteo TSV: exit 1, file:line.
 expect csv_input 1 "$DLPREP" criteo-preprocess /dev/null "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"

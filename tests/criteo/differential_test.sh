@@ -39,4 +39,7 @@ case_ torchrec_minfreq npy "--id-base 2 --oov-id 1 --log-offset 3 --min-freq 2 -
 case_ dlrm_binary dlrm "--modulus 1000 --no-log --split-last test-val" "" $ALL
 case_ per_column_modulus npy "--modulus 7,100,1000,5000,3,11,1000000,2,97,65536,1,10,4096,4294967295,13,17,19,23,29,31,37,41,43,47,53,59 --min-freq 3" "" $ALL
 case_ no_log_threshold npy "--no-log --min-freq 2 --id-base 5" "" $ALL
+# NVIDIA's split layout: int8 and int16 IDs; then tables either side of int16's limit.
+case_ nvidia_split split "--modulus 5000 --split-last test-val" "" $ALL
+case_ nvidia_split_wide split "--id-base 32700 --min-freq 2" "" $ALL
 exit $fail

@@ -11,11 +11,16 @@ DLRM's data_utils.py (getCriteoAdData / processCriteoAdData), with NumPy and not
     takes np.log(X_int + 1) (Logarithm). dlprep's options generalise this: IDs start at id_base,
     values seen fewer than min_freq times map to an OOV ID, log offset configurable.
 
-Writes the same files as dlprep's npy / dlrm output formats so that a test can compare them.
+Writes the same files as dlprep's npy / dlrm output formats so that a test can compare them, and
+the split layout as NVIDIA's DeepLearningExamples describe it (preproc/split_dataset.py): per day a
+directory of label.bin (bool), numerical.bin (float16 x 13, the float32 values cast), cat_J.bin in
+the smallest of int8/int16/int32 whose maximum exceeds the column's embedding table size
+(get_categorical_feature_type), and model_size.json with the sizes in column order.
 Deliberately simple and slow (a Python loop per row): it is the oracle, not the product.
 """
 import argparse
 import gzip
+import json
 import os
 import sys
 
@@ -61,7 +66,7 @@ def main():
     ap.add_argument('--oov-id', type=int, default=None)
     ap.add_argument('--log-offset', type=float, default=1.0)
     ap.add_argument('--no-log', action='store_true')
-    ap.add_argument('--output-format', choices=['npy', 'dlrm'], default='npy')
+    ap.add_argument('--output-format', choices=['npy', 'dlrm', 'split'], default='npy')
     ap.add_argument('--split-last', choices=['none', 'test-val', 'val-test'], default='none')
     a = ap.parse_args()
     mods = [int(x) for x in a.modulus.split(',')]
@@ -87,6 +92,10 @@ def main():
             oov = a.id_base + len(kept)
         maps.append({v: a.id_base + i for i, v in enumerate(kept)})
         oovs.append(oov)
+    # Embedding table sizes: every ID, the OOV one included, is below them.
+    tables = [max(a.id_base + len(maps[j]), oovs[j] + 1) for j in range(NUM_SPARSE)]
+    cat_types = [next(t for t in (np.int8, np.int16, np.int32) if n < np.iinfo(t).max)
+                 for n in tables]
 
     os.makedirs(a.output, exist_ok=True)
     for day, path in enumerate(a.inputs):
@@ -114,9 +123,20 @@ def main():
                 xd = x_int[sl].astype(np.float32)
             else:
                 xd = np.log(x_int[sl].astype(np.float64) + a.log_offset).astype(np.float32)
+            if a.output_format == 'split':
+                d = os.path.join(a.output, stem)
+                os.makedirs(d, exist_ok=True)
+                y[sl].astype(np.bool_).tofile(os.path.join(d, 'label.bin'))
+                xd.astype('<f2').tofile(os.path.join(d, 'numerical.bin'))
+                for j in range(NUM_SPARSE):
+                    x_cat[sl, j].astype(cat_types[j]).tofile(os.path.join(d, f'cat_{j}.bin'))
+                continue
             np.save(os.path.join(a.output, stem + '_dense.npy'), xd.astype('<f4'))
             np.save(os.path.join(a.output, stem + '_sparse.npy'), x_cat[sl].astype('<i4'))
             np.save(os.path.join(a.output, stem + '_labels.npy'), y[sl].astype('<i4'))
+    if a.output_format == 'split':
+        with open(os.path.join(a.output, 'model_size.json'), 'w') as f:
+            json.dump({f'cat_{j}': tables[j] for j in range(NUM_SPARSE)}, f)
     # Vocabulary, as dlprep writes it (values in first-appearance order, counts).
     for j in range(NUM_SPARSE):
         np.save(os.path.join(a.output, f'C{j + 1}_values.npy'),

@@ -207,8 +207,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "tsv", "bin"}).description(""))
       ->capture_default_str();
   cmd->add_option("--output-format", c->output_format,
-                  "npy (TorchRec/MLPerf-v2), dlrm (int32 x 40 rows), split (NVIDIA per-column "
-                  "files), none (vocabulary only) [default: npy]")
+                  "npy (TorchRec/MLPerf-v2), dlrm (int32 x 40 rows), split (NVIDIA's per-column "
+                  "files: bool, float16, int8/16/32 IDs), none (vocabulary only) [default: npy]")
       ->type_name("npy|dlrm|split|none")
       ->check(CLI::IsMember({"npy", "dlrm", "split", "none"}).description(""));
   add(cmd->add_option("--modulus", c->modulus,
@@ -228,7 +228,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   add(cmd->add_option("--log-offset", c->log_offset, "dense values become log(max(x,0) + X)")
           ->capture_default_str()
           ->type_name("X"));
-  cmd->add_flag("--no-log", c->no_log, "store max(x,0) without the log (the loader takes it)");
+  cmd->add_flag("--no-log", c->no_log,
+                "store max(x,0) without the log (the loader takes it; not with split)");
   cmd->add_option("--vocab-from", c->vocab_from,
                   "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab), with "
                   "that run's IDs, log and layout unless given again")

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
 namespace dlprep::l3 {
@@ -20,15 +19,9 @@ uint16_t reference_half(float f) {
   return bits;
 }
 
-float from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-TEST_CASE("float_to_half_bits rounds to nearest even like the compiler's _Float16") {
-  // Every float a normalised byte can take with the usual constants, and a sweep over all bit
-  // patterns (every 997th, plus the neighbourhood of each half value).
+TEST_CASE("a normalised byte's half is the compiler's _Float16 of its float") {
+  // Every float a normalised byte can take with the usual constants (core/float16.hpp's own test
+  // sweeps the bit patterns).
   const float means[] = {0.0f, 123.675f, 116.28f, 103.53f, 127.5f, 255.0f};
   const float stds[] = {1.0f, 58.395f, 57.12f, 57.375f, 0.5f, 1e-3f, 255.0f};
   for (float mean : means)
@@ -37,29 +30,6 @@ TEST_CASE("float_to_half_bits rounds to nearest even like the compiler's _Float1
         const float v = normalize_byte(static_cast<uint8_t>(x), mean, 1.0f / sd);
         REQUIRE(float_to_half_bits(v) == reference_half(v));
       }
-  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 997) {
-    const float f = from_bits(static_cast<uint32_t>(bits));
-    if (std::isnan(f)) continue;  // NaN payloads may differ; NaN-ness is checked below
-    REQUIRE(float_to_half_bits(f) == reference_half(f));
-  }
-  // Around every finite half: the value, the midpoint to the next (a tie), one float ulp either
-  // side of the midpoint, for both signs.
-  for (uint32_t h = 0; h < 0x7BFF; ++h) {
-    _Float16 lo, hi;
-    const uint16_t lo_bits = static_cast<uint16_t>(h), hi_bits = static_cast<uint16_t>(h + 1);
-    std::memcpy(&lo, &lo_bits, 2);
-    std::memcpy(&hi, &hi_bits, 2);
-    const float a = static_cast<float>(lo), mid = (a + static_cast<float>(hi)) / 2;  // exact
-    for (float g : {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)})
-      for (float s : {1.0f, -1.0f}) REQUIRE(float_to_half_bits(s * g) == reference_half(s * g));
-  }
-  CHECK(float_to_half_bits(std::numeric_limits<float>::infinity()) == 0x7C00);
-  CHECK(float_to_half_bits(-std::numeric_limits<float>::infinity()) == 0xFC00);
-  CHECK(float_to_half_bits(65520.0f) == 0x7C00);  // the midpoint to infinity rounds up (even)
-  CHECK(float_to_half_bits(65519.996f) == 0x7BFF);
-  const uint16_t nan = float_to_half_bits(std::numeric_limits<float>::quiet_NaN());
-  CHECK((nan & 0x7C00) == 0x7C00);
-  CHECK((nan & 0x03FF) != 0);
 }
 
 TEST_CASE("normalize_byte is one rounded subtraction, then one rounded multiplication") {

@@ -3,12 +3,16 @@
 // cache, a single pass and resume never change a byte.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "core/float16.hpp"
 #include "criteo_test_rows.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/npy_format.hpp"
@@ -18,6 +22,7 @@
 
 using namespace dlprep;
 using namespace dlprep::tabular;
+using nlohmann::json;
 using testing::gunzip;
 namespace fs = std::filesystem;
 
@@ -138,8 +143,7 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
   for (const Variant& v :
        {Variant{"npy", OutputFormat::npy, 5000, 0, true, 1, SplitLast::none, bad_day},
         Variant{"npy_hashed_base2", OutputFormat::npy, 0, 2, true, 3, SplitLast::none, bad_day},
-        Variant{"split_no_log", OutputFormat::split, 1000000, 1, false, 1, SplitLast::none,
-                bad_day},
+        Variant{"split_layout", OutputFormat::split, 1000000, 1, true, 1, SplitLast::none, bad_day},
         Variant{"dlrm", OutputFormat::dlrm, 7, 0, true, 1, SplitLast::none, bad_day},
         // Split last days counted first: a mapped text file's lines, a gzip day's and binary
         // rows through the reader, a day's valid rows decoded.
@@ -170,7 +174,8 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
       o.single_pass = single;
       o.threads = threads;
       PreprocessStats s = preprocess(o);
-      CHECK(s.single_pass == single);
+      // The split layout's ID types need the final table sizes: two passes.
+      CHECK(s.single_pass == (single && v.format != OutputFormat::split));
       CHECK(s.bad_rows == (bad_rows ? 1 : 0));
       return o.out_dir;
     };
@@ -210,7 +215,8 @@ TEST_CASE("a single pass that fails leaves no output; its checkpoints publish th
     OutputFormat format;
     bool given;  // --vocab-from: pass 2 alone, whose checkpoint is state.json
   };
-  for (const Variant& v : {Variant{OutputFormat::npy, false}, Variant{OutputFormat::split, false},
+  // (The split layout takes a single pass with a given vocabulary only.)
+  for (const Variant& v : {Variant{OutputFormat::npy, false}, Variant{OutputFormat::split, true},
                            Variant{OutputFormat::npy, true}}) {
     INFO("format " << static_cast<int>(v.format) << ", vocab_from " << v.given);
     PreprocessOptions o = base(days, dir / "out");
@@ -784,24 +790,62 @@ TEST_CASE("a run interrupted in pass 1 or its single pass continues after the la
   }
 }
 
-TEST_CASE("the split layout holds the same values as the npy layout, one file per column") {
+TEST_CASE("the split layout holds the npy layout's values in NVIDIA's types, one file a column") {
   fs::path dir = scratch("split_layout");
-  PreprocessOptions npy = base({kSamples / "deepctr_200.tsv"}, dir / "npy");
-  PreprocessOptions split = base({kSamples / "deepctr_200.tsv"}, dir / "split");
+  const std::vector<fs::path> days = {kSamples / "deepctr_200.tsv"};
+  PreprocessOptions npy = base(days, dir / "npy");
+  PreprocessOptions split = base(days, dir / "split");
   split.output_format = OutputFormat::split;
   preprocess(npy);
-  preprocess(split);
-  std::string sparse = slurp(npy.out_dir / "day_0_sparse.npy").substr(128);
-  std::string dense = slurp(npy.out_dir / "day_0_dense.npy").substr(128);
-  std::string labels = slurp(npy.out_dir / "day_0_labels.npy").substr(128);
+  const PreprocessStats s = preprocess(split);
+  CHECK_FALSE(s.single_pass);  // the ID types come from the final table sizes
+  const std::string sparse = slurp(npy.out_dir / "day_0_sparse.npy").substr(128);
+  const std::string dense = slurp(npy.out_dir / "day_0_dense.npy").substr(128);
+  const std::string labels = slurp(npy.out_dir / "day_0_labels.npy").substr(128);
   REQUIRE(sparse.size() == 200 * 26 * 4);
-  CHECK(slurp(split.out_dir / "day_0" / "numerical.bin") == dense);
-  CHECK(slurp(split.out_dir / "day_0" / "label.bin") == labels);
-  for (int j : {0, 7, 25}) {
+  std::string label_bytes, halves;
+  for (size_t r = 0; r < 200; ++r) {
+    int32_t label;
+    std::memcpy(&label, &labels[4 * r], 4);
+    label_bytes += static_cast<char>(label != 0);
+  }
+  for (size_t i = 0; i < 200 * 13; ++i) {
+    float f;
+    std::memcpy(&f, &dense[4 * i], 4);
+    const uint16_t h = float_to_half_bits(f);
+    halves.append(reinterpret_cast<const char*>(&h), 2);
+  }
+  CHECK(slurp(split.out_dir / "day_0" / "label.bin") == label_bytes);
+  CHECK(slurp(split.out_dir / "day_0" / "numerical.bin") == halves);
+  const json sizes = json::parse(slurp(split.out_dir / "model_size.json"));
+  std::set<int> widths;
+  for (int j = 0; j < 26; ++j) {
+    INFO("cat_" << j);
+    const uint64_t table = s.num_embeddings[static_cast<size_t>(j)];
+    CHECK(sizes.at("cat_" + std::to_string(j)).get<uint64_t>() == table);
+    const int bytes = table < 127 ? 1 : table < 32767 ? 2 : 4;
+    widths.insert(bytes);
     std::string col;
-    for (int r = 0; r < 200; ++r) col += sparse.substr((r * 26 + j) * 4, 4);
+    for (int r = 0; r < 200; ++r) col += sparse.substr((r * 26 + j) * 4, bytes);
     CHECK(slurp(split.out_dir / "day_0" / ("cat_" + std::to_string(j) + ".bin")) == col);
   }
+  CHECK(widths == std::set<int>{1, 2});  // 200 rows: small columns, and a few above 126 values
+  // In the file's order, as NVIDIA's split_dataset.py reads its values.
+  CHECK(slurp(split.out_dir / "model_size.json").find("\"cat_0\"") <
+        slurp(split.out_dir / "model_size.json").find("\"cat_1\""));
+  CHECK(slurp(split.out_dir / "model_size.json").find("\"cat_2\"") <
+        slurp(split.out_dir / "model_size.json").find("\"cat_10\""));
+  // A given vocabulary knows the sizes before the first row: a single pass, the same files.
+  PreprocessOptions from = base(days, dir / "from");
+  from.output_format = OutputFormat::split;
+  from.vocab_from = split.out_dir / "vocab";
+  CHECK(preprocess(from).single_pass);
+  check_same_files(split.out_dir, from.out_dir,
+                   {"day_0/label.bin", "day_0/numerical.bin", "day_0/cat_0.bin", "day_0/cat_25.bin",
+                    "model_size.json"});
+  // Integer dense values have no float16 form in NVIDIA's layout.
+  split.apply_log = false;
+  CHECK_THROWS_AS(preprocess(split), Error);
 }
 
 TEST_CASE("preloaded inputs and discarded outputs change no byte of what is written") {

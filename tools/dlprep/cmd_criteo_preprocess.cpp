@@ -274,8 +274,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->footer(
       "Per column, the values get contiguous IDs in order of first appearance (vocabularies\n"
       "with counts). One pass over the input where every ID is final at first sight (the\n"
-      "presets' conventions, --vocab-from); with --min-freq, two: pass 1 builds the\n"
-      "vocabularies, pass 2 maps the values and writes the arrays.\n"
+      "presets' conventions, --vocab-from); with --min-freq or the split layout (whose ID\n"
+      "types need the final table sizes), two: pass 1 builds the vocabularies, pass 2 maps\n"
+      "the values and writes the arrays.\n"
       "Writes OUTDIR/day_N_* per input, OUTDIR/vocab/ and OUTDIR/stats.json, and prints the\n"
       "embedding table sizes (num_embeddings_per_feature). Memory is bounded by the\n"
       "vocabularies, not the row count. A rerun reuses a matching vocabulary and skips\n"

@@ -276,7 +276,8 @@ void Run::validate() {
   if (o_.output_format == OutputFormat::split && !o_.apply_log)
     throw Error(Errc::invalid_argument,
                 "--output-format split stores the dense values as float16 after the log (NVIDIA's "
-                "layout): drop --no-log, or use --output-format npy or dlrm for integer values");
+                "layout): drop --no-log (or, where a --vocab-from run's conventions bring it, give "
+                "--log-offset), or use --output-format npy or dlrm for integer values");
   if (o_.chunk_bytes != 0 && o_.chunk_bytes < (size_t{64} << 10))
     throw Error(Errc::invalid_argument, "chunk size must be at least 64 KiB");
   if (o_.vocab_from) {

@@ -46,7 +46,6 @@
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/input_reader.hpp"
 #include "tabular/json_file.hpp"
-#include "tabular/npy_format.hpp"
 #include "tabular/parse_tsv.hpp"
 #include "tabular/preprocess_backend.hpp"
 #include "tabular/row_count.hpp"
@@ -191,9 +190,6 @@ class Run {
   void publish(std::vector<std::unique_ptr<DayWriter>>& finished);
   /// The IDs: each column's vocabulary finalised (min_freq, id_base, OOV).
   void finalize_vocab();
-  /// The embedding table sizes as the layout's loaders read them: OUTDIR/day_fea_count.npz
-  /// (dlrm), OUTDIR/model_size.json (split).
-  void write_table_sizes();
   /// The rows of day `day`, counted before a single pass reads it (see the top).
   uint64_t count_rows(size_t day);
   /// The writer of day `day`'s files; `rows` (needed by a split last day) when known.
@@ -861,31 +857,6 @@ void Run::finalize_vocab() {
   ids_final_ = true;
 }
 
-void Run::write_table_sizes() {
-  if (o_.output_format == OutputFormat::split) {
-    // NVIDIA's split_dataset.py takes the sizes in the file's order (so not a sorted json) and
-    // derives each cat_J.bin's type from them, as split_id_bytes() did.
-    nlohmann::ordered_json sizes;
-    for (int j = 0; j < kNumSparse; ++j)
-      sizes["cat_" + std::to_string(j)] = stats_.num_embeddings[static_cast<size_t>(j)];
-    const std::string text = sizes.dump(2) + "\n";
-    PhaseTimer t(write_seconds_);
-    write_file_atomic(o_.out_dir / "model_size.json",
-                      ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-    return;
-  }
-  // DLRM's loaders read the embedding table sizes from PREFIX_fea_count.npz ("counts", int32 per
-  // column); the day files are day_N.bin, so PREFIX is OUTDIR/day.
-  std::vector<int32_t> counts;
-  for (uint64_t n : stats_.num_embeddings) counts.push_back(static_cast<int32_t>(n));
-  std::string npy = npy_header("<i4", counts.size(), 0);
-  npy.append(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(int32_t));
-  const std::string npz = npz_archive({{"counts", npy}});
-  PhaseTimer t(write_seconds_);
-  write_file_atomic(o_.out_dir / "day_fea_count.npz",
-                    ByteSpan(reinterpret_cast<const uint8_t*>(npz.data()), npz.size()));
-}
-
 void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
   json days = json::array();
   for (const auto& d : stats_.days)
@@ -1096,9 +1067,10 @@ PreprocessStats Run::run() {
   stats_.setup_seconds = bt.setup_seconds;
   stats_.device_chunks = bt.chunks;
   stats_.log_values_on_host = bt.log_values_on_host;
-  if ((o_.output_format == OutputFormat::dlrm || o_.output_format == OutputFormat::split) &&
-      !o_.discard_outputs)
-    write_table_sizes();
+  if (!o_.discard_outputs) {
+    PhaseTimer t(write_seconds_);
+    write_table_sizes(o_.output_format, o_.out_dir, stats_.num_embeddings);
+  }
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
   write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -261,6 +262,28 @@ std::unique_ptr<DayWriter> open_day_writer(OutputFormat format, const fs::path& 
       break;
   }
   throw Error(Errc::internal, "no writer for output format none");
+}
+
+void write_table_sizes(OutputFormat format, const fs::path& out_dir,
+                       std::span<const uint64_t> sizes) {
+  std::string file;
+  if (format == OutputFormat::dlrm) {
+    // DLRM's loaders read them from PREFIX_fea_count.npz ("counts", int32 per column); the day
+    // files are day_N.bin, so PREFIX is OUTDIR/day.
+    std::vector<int32_t> counts;
+    for (uint64_t n : sizes) counts.push_back(static_cast<int32_t>(n));
+    std::string npy = npy_header("<i4", counts.size(), 0);
+    npy.append(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(int32_t));
+    file = npz_archive({{"counts", npy}});
+    write_file_atomic(out_dir / "day_fea_count.npz", as_bytes(file.data(), file.size()));
+  } else if (format == OutputFormat::split) {
+    // NVIDIA's split_dataset.py takes the values in the file's order (so not a sorted json), and
+    // its loaders derive each cat_J.bin's type from them, as split_id_bytes() did.
+    nlohmann::ordered_json table;
+    for (size_t j = 0; j < sizes.size(); ++j) table["cat_" + std::to_string(j)] = sizes[j];
+    file = table.dump(2) + "\n";
+    write_file_atomic(out_dir / "model_size.json", as_bytes(file.data(), file.size()));
+  }
 }
 
 std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,

@@ -71,6 +71,12 @@ std::unique_ptr<DayWriter> open_day_writer(OutputFormat format,
                                            const std::string& stem, std::optional<uint64_t> rows,
                                            std::span<const uint64_t> table_sizes);
 
+/// The embedding table sizes (PreprocessStats::num_embeddings) where the layout's loaders read
+/// them: OUTDIR/day_fea_count.npz for dlrm, OUTDIR/model_size.json ("cat_0" .. "cat_25" in
+/// column order) for split; nothing for the other layouts. Throws Error(io).
+void write_table_sizes(OutputFormat format, const std::filesystem::path& out_dir,
+                       std::span<const uint64_t> sizes);
+
 /// Sends the first `first_rows` rows to `first` and the rest to `second` (the split last day).
 std::unique_ptr<DayWriter> split_writer(std::unique_ptr<DayWriter> first,
                                         std::unique_ptr<DayWriter> second, uint64_t first_rows);

@@ -165,3 +165,24 @@ TEST_CASE("the split layout refuses to open without the table sizes") {
   CHECK_THROWS_AS(open_day_writer(OutputFormat::split, dir, "day_0", 1, {}), Error);
   CHECK(fs::is_empty(dir));
 }
+
+TEST_CASE("the table sizes go where each layout's loaders read them") {
+  std::vector<uint64_t> sizes(kNumSparse);
+  for (size_t j = 0; j < sizes.size(); ++j) sizes[j] = 100 + j;
+  const fs::path dlrm = fresh("sizes_dlrm"), split = fresh("sizes_split"), npy = fresh("sizes_npy");
+  write_table_sizes(OutputFormat::dlrm, dlrm, sizes);
+  write_table_sizes(OutputFormat::split, split, sizes);
+  write_table_sizes(OutputFormat::npy, npy, sizes);
+  CHECK(fs::is_empty(npy));
+  CHECK(fs::file_size(dlrm / "day_fea_count.npz") > 26 * 4);
+  // Column order, not the sorted order of JSON objects ("cat_10" before "cat_2").
+  const std::vector<uint8_t> bytes = read_file(split / "model_size.json");
+  const std::string text(bytes.begin(), bytes.end());
+  size_t at = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    const std::string entry = "\"cat_" + std::to_string(j) + "\": " + std::to_string(sizes[j]);
+    const size_t found = text.find(entry, at);
+    REQUIRE(found != std::string::npos);
+    at = found + entry.size();
+  }
+}

@@ -108,6 +108,22 @@ void register_pending_locked(const std::string& path) {
 
 // Live TempDirectory paths (removed by the signal thread, which may take locks and allocate).
 std::vector<std::string> g_pending_dirs;
+// Directories created by live OutputDirectory objects (removed by the signal thread where empty).
+std::vector<fs::path> g_output_dirs;
+
+// Removes `dir` and the directories below it, deepest first, where they are empty.
+void remove_empty_tree(const fs::path& dir) noexcept {
+  std::error_code ec;
+  std::vector<fs::path> subdirs;
+  try {
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.is_directory(ec) && !e.is_symlink(ec)) subdirs.push_back(e.path());
+  } catch (...) {
+    return;  // out of memory: leave the tree as it is
+  }
+  for (const auto& d : subdirs) remove_empty_tree(d);
+  if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
+}
 
 void unregister_pending(const std::string& path) {
   std::lock_guard lock(g_pending_mutex);
@@ -302,6 +318,32 @@ TempDirectory::~TempDirectory() {
   std::erase(g_pending_dirs, path_.string());
 }
 
+OutputDirectory::OutputDirectory(const fs::path& dir) {
+  std::error_code ec;
+  fs::path top;  // the outermost missing directory of `dir`
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    top = p;
+    if (p == p.parent_path()) break;
+  }
+  std::lock_guard lock(g_pending_mutex);  // registered before anything can be written into it
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(Errc::io, dir.string() + ": cannot create: " + ec.message());
+  if (!top.empty()) {
+    created_ = top;
+    g_output_dirs.push_back(created_);
+  }
+}
+
+OutputDirectory::~OutputDirectory() {
+  if (created_.empty()) return;
+  std::lock_guard lock(g_pending_mutex);
+  std::erase(g_output_dirs, created_);
+}
+
+void OutputDirectory::discard_if_empty() noexcept {
+  if (!created_.empty()) remove_empty_tree(created_);
+}
+
 void remove_pending_temp_files() noexcept {
   g_pending_mutex.lock();  // held until exit: no new temp file can appear after the cleanup
   for (int i = 0; i < kMaxPending; ++i)
@@ -313,6 +355,7 @@ void remove_pending_temp_files() noexcept {
       fs::remove_all(dir, ec);
       if (!ec) break;
     }
+  for (const fs::path& dir : g_output_dirs) remove_empty_tree(dir);
 }
 
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {

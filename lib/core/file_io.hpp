@@ -94,9 +94,28 @@ class TempDirectory {
   std::filesystem::path path_;
 };
 
-/// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory, and keeps new
-/// ones from being created: call it just before exiting on a signal, from the thread that waits
-/// for signals (it takes a lock, so not from a signal handler).
+/// The output directory of a run, created with its missing parents when it did not exist. While
+/// it lives, an interrupted process removes the directories it created if they hold no file
+/// (remove_pending_temp_files); discard_if_empty does the same for a run that failed. So a run
+/// stopped before it wrote anything leaves no trace, and a partial one keeps what resumes it.
+class OutputDirectory {
+ public:
+  /// Throws Error(io) "DIR: cannot create: …".
+  explicit OutputDirectory(const std::filesystem::path& dir);
+  ~OutputDirectory();
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+  /// Removes what the constructor created, deepest first, where it holds no file.
+  void discard_if_empty() noexcept;
+
+ private:
+  std::filesystem::path created_;  // the topmost directory created; empty when `dir` existed
+};
+
+/// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory and the empty
+/// directories of every live OutputDirectory, and keeps new temp files from being created: call it
+/// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so not
+/// from a signal handler).
 void remove_pending_temp_files() noexcept;
 
 /// True when `output` exists and is newer than or as new as every input (make's rule).

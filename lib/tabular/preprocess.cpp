@@ -88,16 +88,6 @@ class PhaseTimer {
   Clock::time_point start_;
 };
 
-// Removes `dir` and the directories below it, deepest first, where they are empty.
-void remove_empty_tree(const fs::path& dir) {
-  std::error_code ec;
-  std::vector<fs::path> subdirs;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_directory(ec) && !e.is_symlink(ec)) subdirs.push_back(e.path());
-  for (const auto& d : subdirs) remove_empty_tree(d);
-  if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
-}
-
 std::string input_format_name(InputFormat f) {
   switch (f) {
     case InputFormat::tsv:
@@ -154,6 +144,7 @@ class Run {
   PreprocessStats run();
 
  private:
+  PreprocessStats execute();
   void validate();
   /// The number of days pass 1 can skip thanks to a matching checkpoint (all of them when it is
   /// complete; then the vocabulary is loaded), 0 when there is none.
@@ -235,6 +226,7 @@ class Run {
   PreprocessStats stats_;
   uint64_t total_input_bytes_ = 0, done_bytes_ = 0;
   int warnings_ = 0;
+  std::optional<OutputDirectory> out_dir_;  // created by the run
   std::optional<AtomicFile> emit_;
   std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
   bool use_cache_ = false;
@@ -903,7 +895,19 @@ void Run::load_vocab_from(const fs::path& where) {
   vocab_ = std::move(saved.columns);
 }
 
+// A run that fails or is interrupted before it writes a file leaves no trace: the output directory
+// it created goes again while it holds nothing but empty directories (the split layout's day
+// directories).
 PreprocessStats Run::run() {
+  try {
+    return execute();
+  } catch (...) {
+    if (out_dir_) out_dir_->discard_if_empty();
+    throw;
+  }
+}
+
+PreprocessStats Run::execute() {
   auto t0 = Clock::now();
   validate();
   threads_ = o_.threads ? o_.threads : hardware_threads();
@@ -933,9 +937,7 @@ PreprocessStats Run::run() {
                                             "chunk buffers) but --max-memory is " +
                                             std::to_string(o_.max_memory_bytes >> 20) + " MiB");
   }
-  std::error_code ec;
-  fs::create_directories(o_.out_dir, ec);
-  if (ec) throw Error(Errc::io, o_.out_dir.string() + ": cannot create: " + ec.message());
+  out_dir_.emplace(o_.out_dir);
   cache_fds_.assign(o_.inputs.size(), -1);
   const bool pass2_runs = o_.output_format != OutputFormat::none;
   if (pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&
@@ -1140,17 +1142,8 @@ PreprocessStats Preprocessor::run(const PreprocessOptions& options) {
   if (backend_ && (options.device != device_ || threads != threads_)) backend_.reset();
   device_ = options.device;
   threads_ = threads;
-  // A run that fails leaves no trace: the output directory it created goes again while it holds
-  // nothing but empty directories (the split layout's day directories).
-  std::error_code ec;
-  const bool existed = fs::exists(options.out_dir, ec);
-  try {
-    Run run(options, backend_);
-    return run.run();
-  } catch (...) {
-    if (!existed) remove_empty_tree(options.out_dir);
-    throw;
-  }
+  Run run(options, backend_);
+  return run.run();
 }
 
 }  // namespace dlprep::tabular

@@ -147,6 +147,18 @@ if [ -x "$GEN" ]; then
   if [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint: exit $got"; fail=1; else echo "ok   sigint (exit $got)"; fi
   left=$(find "$T/o6" -name '.*tmp*' 2>/dev/null | wc -l)
   if [ "$left" -ne 0 ]; then echo "FAIL sigint: $left temporary files left"; fail=1; fi
+  # SIGINT before the run wrote a file (pass 1 of --output-format none writes nothing until its
+  # end): the output directory it created, and its parent, go again.
+  "$DLPREP" -q criteo-preprocess --output-format none "$T/big.tsv" -o "$T/o_sigint/sub" > /dev/null 2>&1 &
+  pid=$!
+  i=0
+  while [ $i -lt 500 ] && [ ! -d "$T/o_sigint/sub" ]; do sleep 0.01; i=$((i + 1)); done
+  kill -INT $pid 2>/dev/null
+  wait $pid
+  got=$?
+  if [ "$got" -eq 130 ] && [ -e "$T/o_sigint" ]; then echo "FAIL sigint_empty: $T/o_sigint left behind"; fail=1
+  elif [ "$got" -ne 130 ] && [ "$got" -ne 0 ]; then echo "FAIL sigint_empty: exit $got"; fail=1
+  else echo "ok   sigint_empty (exit $got)"; fi
   # Binary input in two passes (--min-freq 2): the files stay mapped from pass 1 to pass 2
   # (--decode-cache auto) only within half of --max-memory, since mapped pages count in the RSS
   # (64 MB of rows here). The limits are set from the peak RSS of a run that maps nothing twice

@@ -160,3 +160,35 @@ TEST_CASE("the descriptor helpers read to the end, from an offset, and name the 
   }
   ::close(fd);
 }
+
+TEST_CASE("OutputDirectory discards only the empty directories it created") {
+  fs::path dir = scratch("output_dir");
+  SUBCASE("created with its parents, and nothing written: all of it goes") {
+    OutputDirectory out(dir / "a" / "b");
+    CHECK(fs::is_directory(dir / "a" / "b"));
+    fs::create_directories(dir / "a" / "b" / "day_0");  // an empty subdirectory of the run
+    out.discard_if_empty();
+    CHECK(!fs::exists(dir / "a"));
+    CHECK(fs::exists(dir));
+  }
+  SUBCASE("a file written: the directories that hold it stay, the empty ones go") {
+    OutputDirectory out(dir / "a" / "b");
+    fs::create_directories(dir / "a" / "empty");
+    write_file_atomic(dir / "a" / "b" / "state.json", ByteSpan());
+    out.discard_if_empty();
+    CHECK(fs::exists(dir / "a" / "b" / "state.json"));
+    CHECK(!fs::exists(dir / "a" / "empty"));
+  }
+  SUBCASE("a directory that existed is never removed") {
+    fs::create_directories(dir / "kept");
+    OutputDirectory out(dir / "kept");
+    out.discard_if_empty();
+    CHECK(fs::is_directory(dir / "kept"));
+  }
+  SUBCASE("a path under a file cannot be created: an io error naming it") {
+    write_file_atomic(dir / "file", ByteSpan());
+    const std::string expected = (dir / "file" / "x").string() + ": cannot create";
+    CHECK_THROWS_WITH_AS(OutputDirectory(dir / "file" / "x"), doctest::Contains(expected.c_str()),
+                         Error);
+  }
+}

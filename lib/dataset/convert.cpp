@@ -57,6 +57,9 @@ struct Work {
   SampleRecord record;
   Errc code = Errc::internal;
   std::string error;
+  // The failure came from writing the output (a full or read-only disk): the destination's, not
+  // the sample's, so --on-error skip does not apply and the run stops.
+  bool writing = false;
   uint64_t source_bytes = 0, output_bytes = 0;
   ConvertStageSeconds seconds;
   // Tar layout: the sample as found in an earlier run's shard, or its member name and bytes.
@@ -291,7 +294,7 @@ ConvertResult Engine::run() {
         w.code = Errc::limit_exceeded;
         w.error = source_name(w.entry) + ": out of memory";
       }
-      if (w.status == Work::failed && !o_.skip_errors) {
+      if (w.status == Work::failed && (!o_.skip_errors || w.writing)) {
         size_t seen = first_failure.load();
         while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
         }
@@ -324,7 +327,7 @@ ConvertResult Engine::run() {
         case Work::pending:
           continue;  // stopped by an earlier failure; it is thrown below
         case Work::failed:
-          if (!o_.skip_errors) throw Error(w.code, w.error);
+          if (!o_.skip_errors || w.writing) throw Error(w.code, w.error);
           ++result.failed;
           if (o_.warning) o_.warning(w.error + " (skipped)");
           if (result.failed > o_.max_errors)
@@ -523,11 +526,13 @@ void Engine::process(Work& w) const {
     if (encoded.empty()) encoded.assign(bytes.begin(), bytes.end());
     w.data = std::move(encoded);
   } else {
+    w.writing = true;
     AtomicFile file(o_.destination / location);
     file.write(bytes);
     file.commit();
     lap(seconds.write);
     remove_siblings(key, ext);
+    w.writing = false;
   }
   w.source_bytes = in.size();
   w.output_bytes = bytes.size();

@@ -27,7 +27,9 @@ struct ConvertOptions {
   uint32_t shard_count = 1;
   /// --shards SIZE: the tar layout, shards of at most this many bytes; 0: a file tree (data/).
   uint64_t max_shard_bytes = 0;
-  bool skip_errors = false;  ///< --on-error skip: a failing sample is reported and left out
+  /// --on-error skip: a sample that cannot be read, decoded or encoded is reported and left out.
+  /// A failure to write its output (a full or read-only disk) still stops the run.
+  bool skip_errors = false;
   /// With skip_errors: stop with an error once more samples than this failed.
   uint64_t max_errors = std::numeric_limits<uint64_t>::max();
   bool force = false;         ///< reconvert even the samples that are up to date
@@ -64,8 +66,9 @@ struct ConvertResult {
   ConvertStageSeconds stage_seconds;
 };
 
-/// Converts. Throws Error: invalid_argument (bad options), io, corrupt_data/unsupported naming
-/// the sample's file (with skip_errors off), or after max_errors failures. The index and the
+/// Converts. Throws Error: invalid_argument (bad options), io (always when an output cannot be
+/// written), corrupt_data/unsupported naming the sample's file (with skip_errors off), or after
+/// max_errors failures. The index and the
 /// manifest are only replaced at the end, atomically; the data files (or tar shards) one by one,
 /// atomically.
 /// Memory: 8 bytes per source sample (the key hashes of the mix and duplicate detection) plus one

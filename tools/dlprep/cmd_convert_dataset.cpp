@@ -228,7 +228,8 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->type_name("SIZE")
       ->each([o](const std::string&) { o->shards_given = true; });
   cmd->add_option("--on-error", o->on_error,
-                  "a sample that cannot be read or decoded: fail (stop) or skip (leave it out)")
+                  "a sample that cannot be read or decoded: fail (stop) or skip (leave it "
+                  "out); an output that cannot be written (disk full) always stops")
       ->type_name("fail|skip")
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}).description(""));

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -44,11 +45,15 @@ struct ConvertOptions {
 
 // What happened to one input, for the summary and the JSON report.
 struct Outcome {
+  // pending: not started, because writing an earlier output failed.
   enum Status { pending, converted, skipped, failed } status = pending;
   fs::path output;
   uint64_t input_bytes = 0, output_bytes = 0, raw_bytes = 0;
   ImageShape shape;
   std::string error;
+  // The failure came from writing the output (a full or read-only disk): the files after it would
+  // fail the same way, so none is started.
+  bool writing = false;
 };
 
 // The patch side from "--patch auto|N": 0 means auto (the paper's rule, applied per image).
@@ -138,6 +143,7 @@ class Converter {
   std::unique_ptr<OutputPlan> plan_;
   std::vector<InputFile> inputs_;
   std::vector<Outcome> outcomes_;
+  std::atomic<bool> stopped_{false};  // an output could not be written
   std::mutex claim_mutex_;
   std::map<fs::path, fs::path> claimed_;
   // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
@@ -189,6 +195,7 @@ int Converter::run() {
   auto start = std::chrono::steady_clock::now();
   parallel_for(n, file_threads, [&](size_t i) {
     Outcome& outcome = outcomes_[i];
+    if (stopped_.load(std::memory_order_relaxed)) return;
     try {
       convert_one(inputs_[i], outcome, patch_threads);
     } catch (const Error& e) {
@@ -202,6 +209,7 @@ int Converter::run() {
       outcome.error = display_path(inputs_[i].path) + ": " + e.what();
     }
     if (outcome.status == Outcome::failed) print_error(command_, outcome.error);
+    if (outcome.writing) stopped_ = true;
     progress.step(1, outcome.raw_bytes);
   });
   progress.finish();
@@ -213,7 +221,7 @@ int Converter::run() {
     print_summary(seconds);
   int code = kExitOk;
   for (const Outcome& o : outcomes_)
-    if (o.status == Outcome::failed) code = kExitFailure;
+    if (o.status == Outcome::failed || o.status == Outcome::pending) code = kExitFailure;
   return code;
 }
 
@@ -270,7 +278,9 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
       out = image::find_codec(target_)->encode(image, encode_options);
     }
   }
+  outcome.writing = true;
   write_output(outcome.output, out);
+  outcome.writing = false;
   outcome.output_bytes = out.size();
   outcome.status = Outcome::converted;
   if (globals_.verbose > 0)
@@ -294,6 +304,7 @@ void Converter::print_summary(double seconds) const {
     skipped += o.status == Outcome::skipped;
     failed += o.status == Outcome::failed;
   }
+  const uint64_t not_started = outcomes_.size() - converted - skipped - failed;
   std::string line = command_ + ": " + std::to_string(converted) +
                      (converted == 1 ? " file " : " files ") +
                      (direction_ == Direction::encode ? "encoded" : "decoded");
@@ -304,13 +315,15 @@ void Converter::print_summary(double seconds) const {
   }
   if (skipped > 0) line += "; skipped " + std::to_string(skipped) + " up to date";
   if (failed > 0) line += "; " + std::to_string(failed) + " failed";
+  if (not_started > 0)
+    line += "; " + std::to_string(not_started) + " not started (an output could not be written)";
   print_note(globals_, line);
 }
 
 Json Converter::report(double seconds) const {
   const char* done = direction_ == Direction::encode ? "encoded" : "decoded";
   Json files = Json::array();
-  uint64_t converted = 0, skipped = 0, failed = 0, in = 0, out = 0;
+  uint64_t converted = 0, skipped = 0, failed = 0, not_started = 0, in = 0, out = 0;
   for (size_t i = 0; i < outcomes_.size(); ++i) {
     const Outcome& o = outcomes_[i];
     Json f = {{"input", display_path(inputs_[i].path)}};
@@ -332,10 +345,13 @@ Json Converter::report(double seconds) const {
         f["status"] = "skipped";
         break;
       case Outcome::failed:
-      case Outcome::pending:
         ++failed;
         f["status"] = "failed";
         f["error"] = o.error;
+        break;
+      case Outcome::pending:
+        ++not_started;
+        f["status"] = "not_started";
         break;
     }
     files.push_back(std::move(f));
@@ -344,6 +360,7 @@ Json Converter::report(double seconds) const {
           {done, converted},
           {"skipped", skipped},
           {"failed", failed},
+          {"not_started", not_started},
           {"input_bytes", in},
           {"output_bytes", out},
           {"seconds", seconds},

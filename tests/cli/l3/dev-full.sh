@@ -11,3 +11,19 @@ expect_exit 1 dlprep -q l3 decode a.l3 -o /dev/full --to ppm 2>/dev/null
 [ -c /dev/full ] || fail "/dev/full was replaced"
 dlprep -q l3 decode a.l3 -o /dev/null --to ppm
 [ -c /dev/null ] || fail "/dev/null was replaced"
+
+# A full disk in the middle of a tree (one output is /dev/full, written in place): the files
+# after it are not started, since they would fail the same way; a rerun does what is left.
+mkdir -p tree out
+for i in 1 2 3 4; do make_pnm tree/img$i.ppm 10 10 3 $i; done
+ln -s /dev/full out/img2.l3
+code=0
+dlprep --json -j1 l3 encode tree -o out > report.json 2> err.txt || code=$?
+[ "$code" = 1 ] || fail "encode into a full disk exited $code, expected 1"
+grep -q "img2.l3: write failed: No space left on device" err.txt || fail "no error naming img2.l3: $(cat err.txt)"
+json_check 'd["encoded"] == 1 and d["failed"] == 1 and d["not_started"] == 2' < report.json
+json_check '[f["status"] for f in d["files"]] == ["encoded", "failed", "not_started", "not_started"]' < report.json
+[ ! -e out/img3.l3 ] || fail "img3 was started after the disk was full"
+rm out/img2.l3
+dlprep -q -j1 l3 encode tree -o out
+[ "$(ls out | wc -l)" = 4 ] || fail "the rerun did not complete the tree"

@@ -229,6 +229,39 @@ TEST_CASE("a corrupt source fails the conversion, or is skipped and counted") {
   CHECK_THROWS_AS(convert_dataset(o), Error);
 }
 
+TEST_CASE("an output that cannot be written stops the run, even with --on-error skip") {
+  fs::path root = scratch("unwritable");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  auto o = options(src, dst, "l3");
+  convert_dataset(o);
+  // A full disk for one sample: its file is a link to /dev/full, which AtomicFile writes in place.
+  fs::path full = dst / "data" / "alpha" / "autumn_320x240.l3";
+  REQUIRE(fs::exists(full));
+  fs::remove(full);
+  fs::create_symlink("/dev/full", full);
+  o.force = true;
+  o.skip_errors = true;
+  std::vector<std::string> warnings;
+  o.warning = [&](const std::string& w) { warnings.push_back(w); };
+  try {
+    convert_dataset(o);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::io);
+    CHECK(std::string(e.what()).find("No space left on device") != std::string::npos);
+    CHECK(std::string(e.what()).find("autumn_320x240") != std::string::npos);
+  }
+  CHECK(warnings.empty());
+  CHECK_FALSE(read_manifest(dst).complete);  // incomplete, to resume; never "complete" and short
+  fs::remove(full);
+  o.force = false;
+  ConvertResult r = convert_dataset(o);
+  CHECK(r.failed == 0);
+  CHECK(r.manifest.complete);
+  CHECK(verify(dst).ok == r.manifest.samples);
+}
+
 TEST_CASE("verify names a tampered, a missing and a truncated sample") {
   fs::path root = scratch("tamper");
   fs::path src = make_tree(root);

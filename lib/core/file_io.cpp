@@ -1,6 +1,7 @@
 #include "core/file_io.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -342,6 +343,26 @@ OutputDirectory::~OutputDirectory() {
 
 void OutputDirectory::discard_if_empty() noexcept {
   if (!created_.empty()) remove_empty_tree(created_);
+}
+
+DirectoryLock::DirectoryLock(const fs::path& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw io_error(dir, "cannot open", errno);
+  int rc;
+  while ((rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (rc == 0) return;
+  const int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  if (err == EWOULDBLOCK)
+    throw Error(Errc::io, dir.string() + ": another dlprep run is writing into it");
+  // A file system without flock (some network mounts): run unlocked rather than refuse.
+  if (err != ENOLCK && err != EOPNOTSUPP) throw io_error(dir, "cannot lock", err);
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
 void remove_pending_temp_files() noexcept {

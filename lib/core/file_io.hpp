@@ -112,6 +112,21 @@ class OutputDirectory {
   std::filesystem::path created_;  // the topmost directory created; empty when `dir` existed
 };
 
+/// An exclusive lock (flock(2)) on an output directory, held while the object lives, so that a
+/// second dlprep run writing into the same directory (a Makefile's -j, a repeated CI job) stops
+/// at once instead of interleaving its files with the first's. It leaves no file behind; a
+/// crashed holder releases it. Throws Error(io) "DIR: another dlprep run is writing into it".
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::filesystem::path& dir);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 /// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory and the empty
 /// directories of every live OutputDirectory, and keeps new temp files from being created: call it
 /// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so not

@@ -114,6 +114,7 @@ class Engine {
   void remove_stale_files(const std::set<std::string>& extensions) const;
 
   const ConvertOptions& o_;
+  std::optional<DirectoryLock> lock_;  // on the destination
   std::unique_ptr<MixAssigner> assigner_;
   std::optional<Manifest> old_manifest_;
   Manifest manifest_;
@@ -157,16 +158,16 @@ void Engine::prepare_destination() {
       throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a directory");
     if (fs::equivalent(dst, o_.source, ec))
       throw Error(Errc::invalid_argument, "SRC and DST are the same directory");
-    if (is_dataset(dst)) {
-      old_manifest_ = read_manifest(dst);
-    } else if (!fs::is_empty(dst, ec)) {
-      throw Error(Errc::invalid_argument, dst.string() +
-                                              ": exists and is not a dlprep dataset (no " +
-                                              kManifestName + "); refusing to write into it");
-    }
   }
   fs::create_directories(dst, ec);
   if (ec) throw Error(Errc::io, dst.string() + ": cannot create directory: " + ec.message());
+  lock_.emplace(dst);  // before reading what another run may be writing
+  if (is_dataset(dst)) {
+    old_manifest_ = read_manifest(dst);
+  } else if (!fs::is_empty(dst, ec)) {
+    throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a dlprep dataset (no " +
+                                            kManifestName + "); refusing to write into it");
+  }
 }
 
 ConvertResult Engine::run() {

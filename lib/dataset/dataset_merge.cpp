@@ -106,6 +106,7 @@ Manifest merge_datasets(const MergeOptions& o) {
               ": exists and is not a dlprep dataset; refusing to write into it");
   fs::create_directories(o.output, ec);
   if (ec) throw Error(Errc::io, o.output.string() + ": cannot create directory: " + ec.message());
+  DirectoryLock lock(o.output);
 
   Manifest merged = first;
   merged.tool = o.tool;

@@ -227,6 +227,7 @@ class Run {
   uint64_t total_input_bytes_ = 0, done_bytes_ = 0;
   int warnings_ = 0;
   std::optional<OutputDirectory> out_dir_;  // created by the run
+  std::optional<DirectoryLock> out_lock_;
   std::optional<AtomicFile> emit_;
   std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
   bool use_cache_ = false;
@@ -938,6 +939,7 @@ PreprocessStats Run::execute() {
                                             std::to_string(o_.max_memory_bytes >> 20) + " MiB");
   }
   out_dir_.emplace(o_.out_dir);
+  out_lock_.emplace(o_.out_dir);
   cache_fds_.assign(o_.inputs.size(), -1);
   const bool pass2_runs = o_.output_format != OutputFormat::none;
   if (pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&

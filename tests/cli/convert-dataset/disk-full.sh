@@ -3,7 +3,7 @@
 
 # A full disk (a 300 kB tmpfs in a private mount namespace; skipped where user namespaces are
 # not allowed): exit 1 naming the file and "No space left on device", no temporary file, no
-# index recorded; after the disk grows, the rerun completes and verifies.
+# index recorded, with --on-error skip too; after the disk grows, the rerun completes and verifies.
 unshare -Urm true 2>/dev/null || skip "user namespaces are not allowed here (needed for a private tmpfs)"
 mkdir -p src/a small
 for f in "$SAMPLE_DATA"/images/*.png; do cp "$f" src/a/; done
@@ -16,6 +16,11 @@ unshare -Urm bash -c '
   grep -q "No space left on device" err.txt || fail "no ENOSPC message: $(cat err.txt)"
   no_temp_files small/ds
   [ ! -e small/ds/samples.jsonl ] || fail "an index was recorded"
+  # --on-error skip is for bad samples: a full disk still stops the run, never a short dataset.
+  code=0
+  dlprep -q -j2 convert-dataset src small/ds --to bmp --on-error skip 2>err.txt || code=$?
+  [ "$code" = 1 ] || fail "--on-error skip: exit $code on a full disk, expected 1"
+  json_check "not d[\"complete\"]" <small/ds/dataset.json
   mount -o remount,size=20m small
   dlprep -q convert-dataset src small/ds --to bmp
   dlprep -q dataset verify small/ds

@@ -192,3 +192,20 @@ TEST_CASE("OutputDirectory discards only the empty directories it created") {
                          Error);
   }
 }
+
+TEST_CASE("DirectoryLock lets one run at a time write into a directory") {
+  fs::path dir = scratch("lock");
+  {
+    DirectoryLock first(dir);
+    try {
+      DirectoryLock second(dir);
+      FAIL("the second lock was granted");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::io);
+      CHECK(std::string(e.what()) == dir.string() + ": another dlprep run is writing into it");
+    }
+  }
+  DirectoryLock again(dir);  // released with the first
+  CHECK(fs::is_empty(dir));  // and it left no file
+  CHECK_THROWS_AS(DirectoryLock(dir / "missing"), Error);
+}

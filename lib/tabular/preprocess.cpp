@@ -69,6 +69,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// "N MiB", or "N bytes" below a MiB (--max-memory 1K is no "0 MiB").
+std::string memory_text(uint64_t bytes) {
+  return bytes < (1u << 20) ? std::to_string(bytes) + " bytes"
+                            : std::to_string(bytes >> 20) + " MiB";
+}
+
 uint64_t peak_rss_bytes() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
@@ -288,9 +294,9 @@ void Run::check_memory(const char* where) {
   if (o_.max_memory_bytes == 0) return;
   uint64_t rss = peak_rss_bytes();
   if (rss > o_.max_memory_bytes) {
-    throw Error(Errc::limit_exceeded, std::string(where) + ": memory use " +
-                                          std::to_string(rss >> 20) + " MiB exceeds --max-memory " +
-                                          std::to_string(o_.max_memory_bytes >> 20) + " MiB");
+    throw Error(Errc::limit_exceeded, std::string(where) + ": memory use " + memory_text(rss) +
+                                          " exceeds --max-memory " +
+                                          memory_text(o_.max_memory_bytes));
   }
 }
 
@@ -933,10 +939,9 @@ PreprocessStats Run::execute() {
       if (m && m <= kFlatMaxModulus) need += uint64_t{m} * 4;
     if (o_.preload_inputs) need += total_input_bytes_;
     if (need > o_.max_memory_bytes)
-      throw Error(Errc::limit_exceeded, "needs about " + std::to_string(need >> 20) +
-                                            " MiB (vocabulary tables and " +
-                                            "chunk buffers) but --max-memory is " +
-                                            std::to_string(o_.max_memory_bytes >> 20) + " MiB");
+      throw Error(Errc::limit_exceeded,
+                  "needs about " + std::to_string(need >> 20) + " MiB (vocabulary tables and " +
+                      "chunk buffers) but --max-memory is " + memory_text(o_.max_memory_bytes));
   }
   out_dir_.emplace(o_.out_dir);
   out_lock_.emplace(o_.out_dir);

@@ -64,6 +64,12 @@ contains device_auto "$T/device_auto.out" '"device": "c'
 expect bad_force 2 env DLPREP_FORCE_DEVICE=gpu "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o9"
 expect max_memory 1 "$DLPREP" criteo-preprocess --max-memory 1M "$S/deepctr_200.tsv" -o "$T/o3"
 contains max_memory "$T/max_memory.err" "max-memory"
+# Memory sizes as Slurm and Docker write them: any case, B or iB, fractions; powers of 1024.
+expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
+expect max_memory_tiny 1 "$DLPREP" criteo-preprocess --max-memory 1.5KiB "$S/deepctr_200.tsv" -o "$T/o3c"
+contains max_memory_tiny "$T/max_memory_tiny.err" "--max-memory is 1536 bytes"
+expect max_memory_bad 2 "$DLPREP" criteo-preprocess --max-memory 1x "$S/deepctr_200.tsv" -o "$T/o3c"
+contains max_memory_bad "$T/max_memory_bad.err" "unknown unit"
 expect skip_bad 0 "$DLPREP" criteo-preprocess --on-bad-row skip "$S/deepctr_200.tsv" "$SRC/tests/criteo/cli_test.sh" -o "$T/o4"
 contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
 expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"

@@ -1,4 +1,7 @@
 // dlprep criteo-preprocess INPUT… -o OUTDIR: Criteo/DLRM click-log preprocessing (lib/tabular).
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -44,21 +47,34 @@ struct CriteoCliOptions {
   std::map<std::string, CLI::Option*> given;
 };
 
-uint64_t parse_size(const std::string& text) {
+// --max-memory: bytes, or K, M, G, T in any case, with or without B or iB, all powers of 1024 as
+// in the memory limits users already write (Slurm's --mem, Docker's --memory).
+uint64_t parse_memory_size(const std::string& text) {
   if (text.empty()) return 0;
-  size_t pos = 0;
-  uint64_t v = 0;
-  try {
-    v = std::stoull(text, &pos);
-  } catch (...) {
-    throw Error(Errc::invalid_argument, "--max-memory: '" + text + "' is not a size");
+  auto bad = [&](const std::string& why) {
+    return Error(Errc::invalid_argument, "--max-memory: '" + text + "' " + why);
+  };
+  double value = 0;  // 1.5G is a size too
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
+  if (ec != std::errc() || end == text.data() || !(value >= 0))
+    throw bad("is not a size (e.g. 512M, 8G)");
+  std::string unit(end, text.data() + text.size());
+  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();
+  if (unit.size() > 1 && unit.back() == 'i') unit.pop_back();
+  static const std::string kUnits = "kmgt";
+  unsigned shift = 0;
+  if (unit == "b" || unit.empty()) {
+    shift = 0;
+  } else if (unit.size() == 1 && kUnits.find(unit[0]) != std::string::npos) {
+    shift = 10 * (1 + static_cast<unsigned>(kUnits.find(unit[0])));
+  } else {
+    throw bad("has an unknown unit (K, M, G or T: powers of 1024)");
   }
-  std::string unit = text.substr(pos);
-  if (unit.empty() || unit == "B") return v;
-  if (unit == "K" || unit == "KiB") return v << 10;
-  if (unit == "M" || unit == "MiB") return v << 20;
-  if (unit == "G" || unit == "GiB") return v << 30;
-  throw Error(Errc::invalid_argument, "--max-memory: unknown unit '" + unit + "' (K, M, G)");
+  const double bytes = std::floor(std::ldexp(value, static_cast<int>(shift)));
+  if (!(bytes < 0x1p64)) throw bad("is too large");
+  return static_cast<uint64_t>(bytes);
 }
 
 PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) {
@@ -117,7 +133,7 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
   }
   o.on_bad_row = c.on_bad_row == "skip" ? BadRowPolicy::skip : BadRowPolicy::error;
   if (!c.emit_binary.empty()) o.emit_binary = c.emit_binary;
-  o.max_memory_bytes = parse_size(c.max_memory);
+  o.max_memory_bytes = parse_memory_size(c.max_memory);
   o.resume = !c.no_resume;
   o.write_vocab = !c.no_vocab;
   // DLPREP_FORCE_DEVICE overrides --device (STYLE.md: tests prove which backend ran).
@@ -248,7 +264,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
          "--emit-binary", c->emit_binary,
          "also write all decoded rows in dlprep's binary row format (for --input-format bin)")
       ->type_name("FILE");
-  cmd->add_option("--max-memory", c->max_memory, "refuse to use more memory than this (e.g. 1G)")
+  cmd->add_option("--max-memory", c->max_memory,
+                  "refuse to use more memory than this (e.g. 512M, 8G; powers of 1024)")
       ->type_name("SIZE");
   cmd->add_flag("--no-resume", c->no_resume,
                 "rebuild everything even if a matching vocabulary and day outputs exist");

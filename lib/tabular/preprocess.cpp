@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -262,8 +263,9 @@ void Run::validate() {
     throw Error(Errc::invalid_argument, "--id-base must be in [0, 2^31)");
   if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id > INT32_MAX))
     throw Error(Errc::invalid_argument, "--oov-id must be in [0, 2^31)");
-  if (o_.apply_log && !(o_.log_offset > 0))
-    throw Error(Errc::invalid_argument, "--log-offset must be > 0 (log(0) is undefined)");
+  if (o_.apply_log && !(o_.log_offset > 0 && std::isfinite(o_.log_offset)))
+    throw Error(Errc::invalid_argument,
+                "--log-offset must be finite and > 0 (log(0) is undefined)");
   if (o_.output_format == OutputFormat::dlrm && o_.apply_log)
     throw Error(Errc::invalid_argument,
                 "--output-format dlrm stores integer dense values: add --no-log (the DLRM "

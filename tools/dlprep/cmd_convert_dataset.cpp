@@ -220,7 +220,8 @@ Action add_convert_dataset_command(CLI::App& app) {
                 "with --resize: first crop the largest centred region with WxH's aspect ratio");
   cmd->add_option("--seed", o->seed, "seed of the mix assignment")
       ->capture_default_str()
-      ->type_name("N");
+      ->type_name("N")
+      ->check(kNotNegative);
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
       ->type_name("K/N");
   cmd->add_option("--shards", o->shards,
@@ -236,6 +237,7 @@ Action add_convert_dataset_command(CLI::App& app) {
   cmd->add_option("--max-errors", o->max_errors,
                   "with --on-error skip: fail once more than N samples failed")
       ->type_name("N")
+      ->check(kNotNegative)
       ->each([o](const std::string&) { o->max_errors_given = true; });
   cmd->add_flag("-f,--force", o->force, "convert every sample, even those up to date");
   cmd->footer(

@@ -233,7 +233,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
           ->type_name("M[,M...]"));
   add(cmd->add_option("--min-freq", c->min_freq, "values seen fewer than F times map to the OOV ID")
           ->capture_default_str()
-          ->type_name("F"));
+          ->type_name("F")
+          ->check(kNotNegative));
   add(cmd->add_option("--id-base", c->id_base, "ID of each column's first value")
           ->capture_default_str()
           ->type_name("N"));

@@ -14,4 +14,6 @@ expect_exit 2 dlprep convert-dataset src out --mix l3
 expect_exit 2 dlprep convert-dataset src out --to l3 --shard 2/2
 expect_exit 2 dlprep convert-dataset src out --to l3 --on-error maybe
 expect_exit 2 dlprep convert-dataset src out --to l3 --max-errors 3
+expect_exit 2 dlprep convert-dataset src out --to l3 --seed -1
+expect_exit 2 dlprep convert-dataset src out --to l3 --on-error skip --max-errors -1
 [ ! -e out ] || fail "output written despite a usage error"

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -259,6 +260,17 @@ class Run {
 void Run::validate() {
   if (o_.inputs.empty()) throw Error(Errc::invalid_argument, "no input files");
   if (o_.out_dir.empty()) throw Error(Errc::invalid_argument, "no output directory (-o)");
+  for (const fs::path& in : o_.inputs) {
+    // A pipe could be read only once, and not even sniffed for its format without losing bytes.
+    struct stat st {};
+    if (::stat(in.c_str(), &st) != 0)
+      throw Error(Errc::io, in.string() + ": cannot open: " + std::strerror(errno));
+    if (!S_ISREG(st.st_mode))
+      throw Error(Errc::invalid_argument,
+                  in.string() + ": not a regular file (a pipe or a device): the inputs are read " +
+                      "more than once and resumed by size and time; save it to a file first " +
+                      "(gzip files are read as they are)");
+  }
   if (o_.id_base < 0 || o_.id_base > INT32_MAX)
     throw Error(Errc::invalid_argument, "--id-base must be in [0, 2^31)");
   if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id > INT32_MAX))

@@ -39,8 +39,10 @@ expect dlrm_needs_no_log 2 "$DLPREP" criteo-preprocess --output-format dlrm "$S/
 expect split_needs_log 2 "$DLPREP" criteo-preprocess --output-format split --no-log "$S/deepctr_200.tsv" -o "$T/o1"
 contains split_needs_log "$T/split_needs_log.err" "float16 after the log"
 expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
-# The DeepCTR sample as published (CSV with a header) is not Criteo TSV: exit 1, file:line.
-expect csv_input 1 "$DLPREP" criteo-preprocess /dev/null "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"
+# The DeepCTR sample as published (CSV with a header) is not Criteo TSV: exit 1, file:line (after
+# an empty day).
+: > "$T/empty.tsv"
+expect csv_input 1 "$DLPREP" criteo-preprocess "$T/empty.tsv" "$SRC/tests/criteo/cli_test.sh" -o "$T/o2"
 contains csv_input "$T/csv_input.err" "cli_test.sh:1: "
 contains csv_input "$T/csv_input.err" "dlprep: error: criteo-preprocess"
 if [ -e "$T/o2" ]; then echo "FAIL csv_input: the failed run left $T/o2 behind"; fail=1; fi
@@ -68,6 +70,11 @@ contains max_memory "$T/max_memory.err" "max-memory"
 expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
 expect max_memory_tiny 1 "$DLPREP" criteo-preprocess --max-memory 1.5KiB "$S/deepctr_200.tsv" -o "$T/o3c"
 contains max_memory_tiny "$T/max_memory_tiny.err" "--max-memory is 1536 bytes"
+# A pipe is refused before it is opened (sniffing its format would lose its first bytes).
+mkfifo "$T/fifo"
+expect fifo_input 2 "$DLPREP" criteo-preprocess "$T/fifo" -o "$T/o3d"
+contains fifo_input "$T/fifo_input.err" "fifo: not a regular file"
+[ ! -e "$T/o3d" ] || { echo "FAIL fifo_input: $T/o3d written"; fail=1; }
 expect min_freq_negative 2 "$DLPREP" criteo-preprocess --min-freq -5 "$S/deepctr_200.tsv" -o "$T/o3c"
 contains min_freq_negative "$T/min_freq_negative.err" "must not be negative"
 expect log_offset_inf 2 "$DLPREP" criteo-preprocess --log-offset inf "$S/deepctr_200.tsv" -o "$T/o3c"

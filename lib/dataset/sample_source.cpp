@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
 
@@ -89,10 +90,18 @@ SampleSource::SampleSource(const fs::path& src) : src_(src) {
     kind_ = is_dataset(src) ? SourceKind::dataset : SourceKind::directory;
     return;
   }
+  if (!fs::is_regular_file(st)) {
+    // A pipe is a list, opened and read once: for_each runs more than once, and sniffing it
+    // would eat the bytes the list needs.
+    kind_ = SourceKind::list;
+    Bytes bytes = read_file(src);
+    list_bytes_.emplace(bytes.begin(), bytes.end());
+    return;
+  }
   int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(Errc::io, src.string() + ": cannot open: " + std::strerror(errno));
   ::close(fd);
-  if (!is_image_candidate(src) || !fs::is_regular_file(st)) {
+  if (!is_image_candidate(src)) {
     kind_ = SourceKind::list;
     return;
   }
@@ -200,15 +209,30 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
     }
     return;
   }
-  std::ifstream in(src_, std::ios::binary);
-  if (!in) throw Error(Errc::io, src_.string() + ": cannot open: " + std::strerror(errno));
-  fs::path base = src_.parent_path();
+  std::ifstream file;
+  std::istringstream held;
+  if (list_bytes_) {
+    held.str(*list_bytes_);
+  } else {
+    file.open(src_, std::ios::binary);
+    if (!file) throw Error(Errc::io, src_.string() + ": cannot open: " + std::strerror(errno));
+  }
+  std::istream& in = list_bytes_ ? static_cast<std::istream&>(held) : file;
+  // Relative paths: from the list's folder; a pipe's (/dev/fd/N) from the working directory.
+  fs::path base = list_bytes_ ? fs::path() : src_.parent_path();
   std::string line;
   uint64_t number = 0;
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
+    // Binary bytes (an image or an archive given as SRC) are no path: say so, without echoing them.
+    if (std::any_of(line.begin(), line.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 && c != '\t'; }))
+      throw Error(Errc::corrupt_data,
+                  src_.string() + ":" + std::to_string(number) +
+                      ": control characters in a path: not a list file (SRC must be a " +
+                      "directory, a list file of paths or a dataset)");
     SourceEntry e;
     size_t tab = line.find('\t');
     std::string path = line.substr(0, tab);

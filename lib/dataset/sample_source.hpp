@@ -59,9 +59,10 @@ std::string key_from_path(const std::filesystem::path& relative);
 /// first-level folders are class labels, walked in sorted order, hidden names and dlprep datasets
 /// inside the tree skipped, directory symlinks followed without loops), or a list file (one
 /// `PATH[<TAB>LABEL]` per line, relative paths from the list's folder, blank and `#` lines
-/// ignored). A dataset's index is checked as it is read: locations inside the dataset, and tar
-/// members inside their shard, in order, never overlapping (Error(corrupt_data) naming the index
-/// line). Memory: the walk holds one sorted listing per directory level, never the whole tree.
+/// ignored; also a pipe, whose relative paths are from the working directory). A dataset's index is
+/// checked as it is read: locations inside the dataset, and tar members inside their shard, in
+/// order, never overlapping (Error(corrupt_data) naming the index line). Memory: the walk holds one
+/// sorted listing per directory level, never the whole tree.
 class SampleSource {
  public:
   /// Detects the kind; throws Error(io) if SRC cannot be read, Error(invalid_argument) if it is
@@ -82,6 +83,8 @@ class SampleSource {
   std::filesystem::path src_;
   std::filesystem::path exclude_;
   SourceKind kind_ = SourceKind::directory;
+  // A list that can be read only once (a pipe): read whole by the constructor.
+  std::optional<std::string> list_bytes_;
 };
 
 /// True if the first bytes of the file are an image's magic, or if the file cannot be read (so

@@ -2,12 +2,14 @@
 #include "dataset/convert.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -320,6 +322,44 @@ TEST_CASE("a list file with labels is a source; a dataset is a source") {
   CHECK(again.manifest.samples == 3);
   CHECK(again.manifest.source_kind == "dataset");
   CHECK(verify(root / "bmp").ok == 3);
+}
+
+TEST_CASE("a list from a pipe is read once and converts whole; binary bytes are no list") {
+  fs::path root = scratch("list_pipe");
+  fs::path images = fs::path(DLPREP_SAMPLE_DATA) / "images";
+  const std::string list = (images / "kay_256x256.png").string() + "\tdog\n" +
+                           (images / "kite_199x301.png").string() + "\tcat\n";
+  fs::path fifo = root / "list.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // The writer opens the FIFO once: a reader that opened it twice would see the end the second
+  // time (the mix assignment and the conversion each read the source).
+  std::thread writer([&] {
+    write_file_atomic(fifo, ByteSpan(reinterpret_cast<const uint8_t*>(list.data()), list.size()));
+  });
+  ConvertResult r = convert_dataset(options(fifo, root / "dst", "l3"));
+  writer.join();
+  CHECK(r.manifest.samples == 2);
+  CHECK(r.manifest.source_kind == "list");
+  CHECK(verify(root / "dst").ok == 2);
+
+  std::string png = slurp(images / "kay_256x256.png");
+  std::ofstream(root / "image.dat", std::ios::binary) << png;  // no image extension: sniffed
+  try {
+    convert_dataset(options(root / "image.dat", root / "dst2", "l3"));
+    FAIL("an image was accepted as a source");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::invalid_argument);  // an image, not a list
+  }
+  std::string garbage = png.substr(8, 64);
+  std::ofstream(root / "garbage.txt", std::ios::binary) << "x.png\n" << garbage << "\n";
+  try {
+    convert_dataset(options(root / "garbage.txt", root / "dst3", "l3"));
+    FAIL("binary bytes were read as paths");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+    CHECK(std::string(e.what()).find("control characters in a path: not a list file") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("a non-dataset destination with files in it is refused") {

@@ -26,6 +26,7 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -112,6 +113,8 @@ class Engine {
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
+  std::vector<fs::path> orphan_files(const fs::path& old_index,
+                                     const std::unordered_set<uint64_t>& listed) const;
 
   const ConvertOptions& o_;
   std::optional<DirectoryLock> lock_;  // on the destination
@@ -260,6 +263,7 @@ ConvertResult Engine::run() {
   AtomicFile index(index_path);
   ConvertResult result;
   uint64_t ordinal = 0;
+  std::unordered_set<uint64_t> listed;  // hashes of the new index's file locations
   std::atomic<uint64_t> done{0};
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     std::vector<Work> works;
@@ -357,12 +361,19 @@ ConvertResult Engine::run() {
       }
       lines += format_record(w.record);
       lines += '\n';
+      if (!tar_) listed.insert(std::hash<std::string>{}(w.record.location));
       manifest_.count(w.record);
     }
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   });
   if (tar_) manifest_.shard_files = tar_->finish();
+  const std::vector<fs::path> orphans =
+      tar_ ? std::vector<fs::path>() : orphan_files(index_path, listed);
   index.commit();
+  for (const fs::path& orphan : orphans) {
+    std::error_code ec;
+    result.removed += fs::remove(orphan, ec) ? 1 : 0;
+  }
   manifest_.failed = result.failed;
   manifest_.complete = true;
   write_manifest(o_.destination, manifest_);
@@ -421,6 +432,38 @@ bool Engine::keep_member(Work& w) const {
   }
   w.status = Work::up_to_date;
   return true;
+}
+
+// The files of the previous index that the new one does not list (their sources were removed,
+// or skipped this time): removed once the new index is in place, so that data/ holds the dataset
+// and nothing else. Only plain locations under data/ are touched, whatever an old index says; an
+// unreadable one leaves its files.
+std::vector<fs::path> Engine::orphan_files(const fs::path& old_index,
+                                           const std::unordered_set<uint64_t>& listed) const {
+  std::vector<fs::path> orphans;
+  std::error_code ec;
+  if (!fs::exists(old_index, ec)) return orphans;
+  const std::string prefix = std::string(kDataDir) + "/";
+  const fs::path data = fs::weakly_canonical(o_.destination / kDataDir, ec);
+  if (ec) return orphans;
+  try {
+    IndexReader reader(old_index);
+    SampleRecord r;
+    while (reader.next(r)) {
+      if (r.offset || listed.count(std::hash<std::string>{}(r.location))) continue;
+      check_location(r.location);
+      if (r.location.rfind(prefix, 0) != 0) continue;
+      fs::path path = o_.destination / r.location;
+      // Its folder must still be data/ or below once links are resolved.
+      fs::path folder = fs::weakly_canonical(path.parent_path(), ec);
+      fs::path below = folder.lexically_relative(data);
+      if (ec || below.empty() || *below.begin() == "..") continue;
+      orphans.push_back(std::move(path));
+    }
+  } catch (const Error&) {
+    orphans.clear();
+  }
+  return orphans;
 }
 
 void Engine::remove_siblings(const std::string& key, const std::string& keep_ext) const {

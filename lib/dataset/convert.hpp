@@ -61,6 +61,7 @@ struct ConvertResult {
   uint64_t converted = 0;     ///< samples encoded (or copied) in this run
   uint64_t up_to_date = 0;    ///< samples whose file was already current
   uint64_t failed = 0;        ///< samples skipped because of an error (--on-error skip)
+  uint64_t removed = 0;       ///< files of an earlier run's samples no longer in the source
   uint64_t source_bytes = 0;  ///< bytes read from the sources of converted samples
   uint64_t output_bytes = 0;  ///< bytes written for converted samples
   ConvertStageSeconds stage_seconds;

@@ -103,6 +103,7 @@ Json report(const dataset::ConvertResult& r, double seconds, unsigned threads) {
           {"converted", r.converted},
           {"up_to_date", r.up_to_date},
           {"failed", r.failed},
+          {"removed", r.removed},
           {"source_bytes", r.source_bytes},
           {"output_bytes", r.output_bytes},
           {"dataset_bytes", m.bytes},
@@ -166,6 +167,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
       line += " (" + format_bytes(r.source_bytes) + " -> " + format_bytes(r.output_bytes) + ")";
     line += ", " + std::to_string(r.up_to_date) + " up to date";
     if (r.failed > 0) line += ", " + std::to_string(r.failed) + " failed and skipped";
+    if (r.removed > 0) line += ", " + std::to_string(r.removed) + " removed (no longer in SRC)";
     line += "; " + format_fixed(seconds, 2) + " s";
     print_note(globals, line);
     if (globals.verbose > 0 && r.converted > 0) {

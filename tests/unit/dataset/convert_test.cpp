@@ -103,6 +103,40 @@ TEST_CASE("a folder tree converts to l3 and verifies; a rerun converts nothing")
   CHECK(slurp(dst / kIndexName) == index);
 }
 
+TEST_CASE("a rerun removes the files of samples no longer in the source, and only those") {
+  fs::path root = scratch("orphans");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  convert_dataset(options(src, dst, "l3"));
+  REQUIRE(fs::exists(dst / "data" / "alpha" / "autumn_320x240.l3"));
+  fs::remove(src / "alpha" / "autumn_320x240.png");
+  std::ofstream(dst / "data" / "mine.txt") << "not the dataset's\n";
+  ConvertResult r = convert_dataset(options(src, dst, "l3"));
+  CHECK(r.removed == 1);
+  CHECK(r.manifest.samples == 13);
+  CHECK_FALSE(fs::exists(dst / "data" / "alpha" / "autumn_320x240.l3"));
+  CHECK(fs::exists(dst / "data" / "mine.txt"));  // listed by no index: not this tool's to remove
+  CHECK(verify(dst).ok == 13);
+
+  // An index that lists a file outside data/ (a hostile or hand-edited dataset) removes nothing,
+  // through ".." or through a link to a folder outside.
+  fs::path outside = root / "outside.l3";
+  fs::create_directories(dst / "data" / "alpha");
+  fs::create_directory_symlink(root, dst / "data" / "link");
+  for (const char* hostile : {"../outside.l3", "data/link/outside.l3"}) {
+    std::ofstream(outside) << "keep me\n";
+    std::string index = slurp(dst / kIndexName);
+    const std::string field = "\"location\":\"";
+    size_t at = index.find(field + "data/alpha/");
+    REQUIRE(at != std::string::npos);
+    at += field.size();
+    index.replace(at, index.find('"', at) - at, hostile);
+    std::ofstream(dst / kIndexName, std::ios::binary) << index;
+    convert_dataset(options(src, dst, "l3"));
+    CHECK_MESSAGE(fs::exists(outside), hostile);
+  }
+}
+
 TEST_CASE("the index does not depend on the number of threads") {
   fs::path root = scratch("threads");
   fs::path src = make_tree(root);

@@ -62,6 +62,7 @@ struct Work {
   // the sample's, so --on-error skip does not apply and the run stops.
   bool writing = false;
   uint64_t source_bytes = 0, output_bytes = 0;
+  uint32_t source_bits = 8;  // bits per sample of the source file (read as 8)
   ConvertStageSeconds seconds;
   // Tar layout: the sample as found in an earlier run's shard, or its member name and bytes.
   std::optional<KeptSample> kept;
@@ -264,6 +265,8 @@ ConvertResult Engine::run() {
   ConvertResult result;
   uint64_t ordinal = 0;
   std::unordered_set<uint64_t> listed;  // hashes of the new index's file locations
+  uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
+  std::string first_wide;
   std::atomic<uint64_t> done{0};
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     std::vector<Work> works;
@@ -340,6 +343,7 @@ ConvertResult Engine::run() {
                                     " samples failed (--max-errors); the last: " + w.error);
           continue;
         case Work::converted:
+          if (w.source_bits > 8 && wide++ == 0) first_wide = source_name(w.entry);
           ++result.converted;
           result.source_bytes += w.source_bytes;
           result.output_bytes += w.output_bytes;
@@ -366,6 +370,10 @@ ConvertResult Engine::run() {
     }
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   });
+  if (wide > 0 && o_.warning)
+    o_.warning(std::to_string(wide) + (wide == 1 ? " sample has" : " samples have") +
+               " more than 8 bits per sample (the first: " + first_wide +
+               "), read as 8 bits: their files are not lossless of them");
   if (tar_) manifest_.shard_files = tar_->finish();
   const std::vector<fs::path> orphans =
       tar_ ? std::vector<fs::path>() : orphan_files(index_path, listed);
@@ -521,7 +529,9 @@ void Engine::process(Work& w) const {
   if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
   const image::Codec* codec = image::sniff_codec(in);
   if (!codec) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
-  ImageShape declared = codec->probe(in).shape;
+  const image::ImageInfo probed = codec->probe(in);
+  const ImageShape& declared = probed.shape;
+  w.source_bits = probed.bits;
 
   if (!o_.force && !tar_) {
     std::string location =

@@ -24,6 +24,9 @@ struct EncodeOptions {
 struct ImageInfo {
   std::string format;  ///< codec name, e.g. "png"
   ImageShape shape;
+  /// Bits per sample in the file. dlprep works in 8: decode() scales wider samples (16-bit PNG,
+  /// PNM with maxval above 255) to 8 bits with rounding, which loses their low bits.
+  uint32_t bits = 8;
 };
 
 /// An image codec: sniffs, probes, decodes and encodes one file format. Decoders treat their

@@ -222,7 +222,7 @@ class PngCodec final : public Codec {
     check_signature(file);
     ReadStruct rs(file);
     const Header h = read_and_check_header(rs);
-    return {"png", {h.width, h.height, h.channels}};
+    return {"png", {h.width, h.height, h.channels}, h.bit_depth == 16 ? 16u : 8u};
   }
 
   Image decode(ByteSpan file) const override {

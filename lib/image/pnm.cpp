@@ -3,11 +3,12 @@
 // Header: magic, width, height, maxval as decimal numbers separated by whitespace, with '#'
 // comments (to the end of the line) allowed between any two tokens; exactly one whitespace byte
 // after maxval, then the samples. Bytes after the first image are ignored.
-// maxval rule (documented in dlprep(1)): 255 is read as is; any other maxval from 1 to 65535 is
-// scaled to 0-255 with rounding, round(v * 255 / maxval) (maxval > 255 means 2-byte big-endian
-// samples, as the format says); a sample above maxval is corrupt data.
-// Write: P5 for 1 channel, P6 for 3, always maxval 255. 2 and 4 channels are unsupported (PAM/P7
-// would hold them; no trainer tool asked for it).
+// maxval rule (documented in dlprep(1), DESCRIPTION): 255 is read as is; any other maxval from 1 to
+// 65535 is scaled to 0-255 with rounding, round(v * 255 / maxval) (maxval > 255 means 2-byte
+// big-endian samples, as the format says); a sample above maxval is corrupt data. Write: P5 for 1
+// channel, P6 for 3, always maxval 255. 2 and 4 channels are unsupported (PAM/P7 would hold them;
+// no trainer tool asked for it).
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -122,7 +123,10 @@ class PnmCodec final : public Codec {
   bool lossless() const override { return true; }
   bool round_trips(uint32_t channels) const override { return channels == 1 || channels == 3; }
 
-  ImageInfo probe(ByteSpan file) const override { return {"ppm", parse(file).shape}; }
+  ImageInfo probe(ByteSpan file) const override {
+    const Header h = parse(file);
+    return {"ppm", h.shape, h.maxval > 255 ? static_cast<uint32_t>(std::bit_width(h.maxval)) : 8u};
+  }
 
   Image decode(ByteSpan file) const override {
     const Header h = parse(file);

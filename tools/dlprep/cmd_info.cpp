@@ -36,6 +36,7 @@ Json describe(const InputFile& input) {
     j["height"] = info.shape.height;
     j["channels"] = info.shape.channels;
     j["file_bytes"] = bytes.size();
+    j["bits_per_sample"] = 8;
     j["l3"] = {{"version", info.version},
                {"patch", info.patch},
                {"colour_transform", info.subtract_green ? "subtract_green" : "none"},
@@ -46,11 +47,14 @@ Json describe(const InputFile& input) {
     j["height"] = info.shape.height;
     j["channels"] = info.shape.channels;
     j["file_bytes"] = bytes.size();
+    j["bits_per_sample"] = info.bits;
   }
   return j;
 }
 
 std::string details(const Json& j) {
+  if (j.contains("bits_per_sample") && j["bits_per_sample"].get<unsigned>() > 8)
+    return std::to_string(j["bits_per_sample"].get<unsigned>()) + "-bit samples (read as 8)";
   if (!j.contains("l3")) return "";
   const auto& l3 = j["l3"];
   std::string s = "v" + std::to_string(l3["version"].get<unsigned>()) + ", patch " +

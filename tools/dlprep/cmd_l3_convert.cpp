@@ -264,6 +264,10 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
   Bytes out;
   if (encoding) {
     Image image = image::decode_any(in);
+    if (const uint32_t bits = image::sniff_codec(in)->probe(in).bits; bits > 8)
+      print_warning(globals_, command_,
+                    display_path(input.path) + ": " + std::to_string(bits) +
+                        "-bit samples, read as 8 bits: the L3 file is not lossless of it");
     outcome.shape = image.shape();
     outcome.raw_bytes = image.size_bytes();
     out = l3::encode(image, {patch_, threads});

@@ -41,8 +41,17 @@ std::string shape_text(const ImageShape& s) {
          std::to_string(s.channels);
 }
 
-// Throws Error(mismatch) naming the first differing pixel, in row-major order.
-void compare(const Image& decoded, const Image& original, const std::string& original_name) {
+// An original as dlprep reads it (8 bits per sample), and the depth of its file.
+struct Original {
+  Image image;
+  uint32_t bits = 8;
+};
+
+// Throws Error(mismatch) naming the first differing pixel, in row-major order; or, when every
+// pixel is equal, that the original's wider samples lost their low bits in the L3 file.
+void compare(const Image& decoded, const Original& original_file,
+             const std::string& original_name) {
+  const Image& original = original_file.image;
   if (decoded.shape() != original.shape())
     throw Error(Errc::mismatch, "shape " + shape_text(decoded.shape()) + " differs from " +
                                     original_name + " (" + shape_text(original.shape()) + ")");
@@ -59,10 +68,14 @@ void compare(const Image& decoded, const Image& original, const std::string& ori
                                     std::to_string(c) + ": " + std::to_string(a[i]) +
                                     " != " + std::to_string(b[i]));
   }
+  if (original_file.bits > 8)
+    throw Error(Errc::mismatch, "holds 8-bit samples where " + original_name + " has " +
+                                    std::to_string(original_file.bits) +
+                                    "-bit ones (equal once these are read as 8 bits)");
 }
 
-Result verify_one(const InputFile& input, const Image* original, const std::string& original_name,
-                  unsigned threads) {
+Result verify_one(const InputFile& input, const Original* original,
+                  const std::string& original_name, unsigned threads) {
   Result result;
   try {
     MappedFile file(input.path);
@@ -95,10 +108,12 @@ Result verify_one(const InputFile& input, const Image* original, const std::stri
 }
 
 // Decodes the original by whatever codec its magic bytes name; throws naming its path.
-Image decode_original(const std::filesystem::path& path) {
+Original decode_original(const std::filesystem::path& path) {
   try {
     MappedFile file(path);
-    return image::decode_any(file.bytes());
+    Original original{image::decode_any(file.bytes())};
+    original.bits = image::sniff_codec(file.bytes())->probe(file.bytes()).bits;
+    return original;
   } catch (const Error& e) {
     throw with_path(path, e);
   }
@@ -156,12 +171,12 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
                                             std::to_string(inputs.size()) + " files were given");
 
   // One original, decoded once; or one per L3 file, decoded by the thread that checks it.
-  std::unique_ptr<Image> original;
+  std::unique_ptr<Original> original;
   Pairing pairing;
   if (trees)
     pairing = pair_with_originals(inputs, options.against);
   else if (!options.against.empty())
-    original = std::make_unique<Image>(decode_original(options.against));
+    original = std::make_unique<Original>(decode_original(options.against));
 
   size_t n = inputs.size();
   unsigned file_threads =
@@ -176,7 +191,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
       results[i] = {kExitFailure, pairing.problems[i], {}};
     } else {
       try {
-        const Image image = decode_original(pairing.originals[i]);
+        const Original image = decode_original(pairing.originals[i]);
         results[i] =
             verify_one(inputs[i], &image, display_path(pairing.originals[i]), patch_threads);
       } catch (const Error& e) {

@@ -127,6 +127,10 @@ TEST_CASE("16-bit png samples are scaled to 8 bits with rounding, for every 16-b
   for (uint32_t v = 0; v < 65536; ++v)
     mismatches += image.data()[v] != static_cast<uint8_t>(std::lround(v / 257.0));
   CHECK(mismatches == 0);
+  CHECK(png()->probe(span(write_png(s))).bits == 16);  // the file's depth, for the warnings
+  s.bit_depth = 8;
+  s.samples = ramp(size_t{s.width} * s.height, 255, 1);
+  CHECK(png()->probe(span(write_png(s))).bits == 8);
 }
 
 TEST_CASE("16-bit gray+alpha, RGB and RGBA png keep their channels") {

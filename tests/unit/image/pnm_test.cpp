@@ -44,6 +44,16 @@ TEST_CASE("maxval other than 255 is scaled to 0..255 with rounding, 16-bit sampl
   const Image thousand =
       pnm().decode(span(bytes("P6 1 1 1000\n" + std::string("\x01\xf4\x00\x02\x03\xe8", 6))));
   CHECK((thousand.data()[0] == 128 && thousand.data()[1] == 1 && thousand.data()[2] == 255));
+  // The file's depth: above 8 bits only where maxval is above 255 (15 scales up, losing nothing).
+  CHECK(pnm().probe(span(bytes("P5 4 1 15 " + std::string("\x00\x01\x08\x0f", 4)))).bits == 8);
+  CHECK(pnm().probe(span(bytes("P5 1 1 255\n\x01"))).bits == 8);
+  CHECK(pnm().probe(span(bytes("P5 1 1 256\n" + std::string("\x00\x01", 2)))).bits == 9);
+  CHECK(
+      pnm().probe(span(bytes("P6 1 1 1000\n" + std::string("\x01\xf4\x00\x02\x03\xe8", 6)))).bits ==
+      10);
+  CHECK(pnm()
+            .probe(span(bytes("P5 3 1 65535\n" + std::string("\x00\x00\x80\x80\xff\xff", 6))))
+            .bits == 16);
 }
 
 TEST_CASE("pnm rejects samples above maxval, bad maxvals, ascii formats and broken headers") {

@@ -1,16 +1,21 @@
 // JPEG through the TurboJPEG 2 API (libjpeg-turbo 2.1; no tj3* functions).
 //
-// Decode: grayscale files to 1 channel, every other colour JPEG to RGB; CMYK/YCCK files are
-// rejected as unsupported. libjpeg warnings (e.g. "premature end of data segment", which libjpeg
-// would paper over with gray pixels) stop the decode and are reported as corrupt data: a truncated
-// file is an error, never a silently grey-padded image.
-// Encode: 1 channel as a grayscale JPEG, 3 channels as YCbCr 4:2:0; quality 1-100 (default 90).
-// Lossy, so lossless() is false and round_trips(c) only promises the same shape and channel count.
+// Decode: grayscale files to 1 channel, every other colour JPEG to RGB. CMYK and YCCK files (a few
+// in ImageNet, from Photoshop) are decoded to CMYK and converted to RGB as Pillow does (what
+// PIL-based loaders give trainers): their samples are taken as Adobe's inverted CMYK and
+// R = K' - K' * (255 - C') / 255 with Pillow's rounding, C', K' the stored samples. libjpeg
+// warnings (e.g. "premature end of data segment", which libjpeg would paper over with gray pixels)
+// stop the decode and are reported as corrupt data: a truncated file is an error, never a silently
+// grey-padded image. Encode: 1 channel as a grayscale JPEG, 3 channels as YCbCr 4:2:0; quality
+// 1-100 (default 90). Lossy, so lossless() is false and round_trips(c) only promises the same shape
+// and channel count.
 #include <turbojpeg.h>
 
 #include <cctype>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "image/codec.hpp"
@@ -46,7 +51,20 @@ Handle& thread_handle(bool compress) {
 
 struct JpegHeader {
   ImageShape shape;
+  bool cmyk = false;  // CMYK or YCCK: decoded as CMYK, then converted to RGB
 };
+
+// Pillow's CMYK (un-inverted from Adobe's stored samples) to RGB: nk - nk * ink / 255, with
+// its MULDIV255 rounding, nk = 255 - K = the stored K sample, ink = 255 - the stored sample.
+void cmyk_to_rgb(const uint8_t* cmyk, size_t pixels, uint8_t* rgb) {
+  for (size_t i = 0; i < pixels; ++i, cmyk += 4, rgb += 3) {
+    const int nk = cmyk[3];
+    for (int c = 0; c < 3; ++c) {
+      const int t = (255 - cmyk[c]) * nk + 128;
+      rgb[c] = static_cast<uint8_t>(nk - (((t >> 8) + t) >> 8));
+    }
+  }
+}
 
 JpegHeader read_header(Handle& handle, ByteSpan file) {
   if (file.size() < 3 || file[0] != 0xFF || file[1] != 0xD8 || file[2] != 0xFF)
@@ -56,8 +74,6 @@ JpegHeader read_header(Handle& handle, ByteSpan file) {
   if (tjDecompressHeader3(handle.get(), file.data(), static_cast<unsigned long>(file.size()),
                           &width, &height, &subsamp, &colorspace) != 0)
     fail(handle, Errc::corrupt_data, "corrupt jpeg header: ");
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
-    throw Error(Errc::unsupported, "cmyk jpeg is not supported (only grayscale and colour)");
   if (width <= 0 || height <= 0) {  // a tables-only stream, or one cut before its frame header
     handle.reset();
     throw Error(Errc::corrupt_data, "corrupt jpeg header: no frame header (file of " +
@@ -66,6 +82,7 @@ JpegHeader read_header(Handle& handle, ByteSpan file) {
   JpegHeader h;
   h.shape = {static_cast<uint32_t>(width), static_cast<uint32_t>(height),
              colorspace == TJCS_GRAY ? 1u : 3u};
+  h.cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   check_shape(h.shape);
   return h;
 }
@@ -92,15 +109,19 @@ class JpegCodec final : public Codec {
     Handle& handle = thread_handle(false);
     const JpegHeader h = read_header(handle, file);
     Image image(h.shape);
-    const int pixel_format = h.shape.channels == 1 ? TJPF_GRAY : TJPF_RGB;
+    const int pixel_format = h.cmyk ? TJPF_CMYK : h.shape.channels == 1 ? TJPF_GRAY : TJPF_RGB;
+    const size_t pixels = size_t{h.shape.width} * h.shape.height;
+    std::vector<uint8_t> cmyk(h.cmyk ? pixels * 4 : 0);
+    uint8_t* out = h.cmyk ? cmyk.data() : image.data();
+    const size_t pitch = h.cmyk ? size_t{h.shape.width} * 4 : image.row_bytes();
     // STOPONWARNING: truncated or damaged entropy data is an error (see the file comment).
     // LIMITSCANS: refuses progressive files with absurd scan counts (a known CPU-exhaustion input).
     const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
-    if (tjDecompress2(handle.get(), file.data(), static_cast<unsigned long>(file.size()),
-                      image.data(), static_cast<int>(h.shape.width),
-                      static_cast<int>(image.row_bytes()), static_cast<int>(h.shape.height),
-                      pixel_format, flags) != 0)
+    if (tjDecompress2(handle.get(), file.data(), static_cast<unsigned long>(file.size()), out,
+                      static_cast<int>(h.shape.width), static_cast<int>(pitch),
+                      static_cast<int>(h.shape.height), pixel_format, flags) != 0)
       fail(handle, Errc::corrupt_data, "corrupt jpeg data: ");
+    if (h.cmyk) cmyk_to_rgb(cmyk.data(), pixels, image.data());
     return image;
   }
 

@@ -2,6 +2,7 @@
 // per-character bounds check (the text ends with '\n', which stops every field scan).
 #include "tabular/parse_tsv.hpp"
 
+#include <cctype>
 #include <cstring>
 
 #include "tabular/criteo_schema.hpp"
@@ -197,9 +198,14 @@ inline const uint8_t* parse_line(const uint8_t* p, uint32_t* row, Fault& fault) 
 std::string describe_row_fault(const RowFault& fault) {
   std::string where =
       "field " + std::to_string(fault.field + 1) + " (" + field_name(fault.field) + ")";
+  // Criteo's Kaggle test.txt has no label: its rows are 39 fields, the first hex field where
+  // I13 should be. Say so rather than leave the user with a bad character in I13.
+  const std::string no_label =
+      "; rows without the label column? (Criteo's test.txt has none; every row needs one)";
   switch (fault.problem) {
     case Problem::too_few:
-      return "too few fields (" + std::to_string(fault.fields_seen) + ", expected 40)";
+      return "too few fields (" + std::to_string(fault.fields_seen) + ", expected 40)" +
+             (fault.fields_seen == 39 ? no_label : "");
     case Problem::too_many:
       return "too many fields (more than 40)";
     case Problem::bad_char: {
@@ -209,9 +215,12 @@ std::string describe_row_fault(const RowFault& fault) {
         std::snprintf(buf, sizeof buf, "'%c'", c);
       else
         std::snprintf(buf, sizeof buf, "0x%02x", c);
+      const bool hex_in_i13 =
+          fault.field == kFirstSparseField - 1 && std::isxdigit(c) && !std::isdigit(c);
       return where + ": invalid character " + buf +
              (fault.field < kFirstSparseField ? " (expected a decimal integer)"
-                                              : " (expected hex digits)");
+                                              : " (expected hex digits)") +
+             (hex_in_i13 ? no_label : "");
     }
     case Problem::overlong:
       return where + ": field too long (at most " +

@@ -107,6 +107,16 @@ TEST_CASE("malformed rows are reported with the field and the problem") {
   CHECK(problem(make_row("0", {}, {}) + "\textra").find("too many fields") != std::string::npos);
   CHECK(problem("0\t1\t2").find("too few fields (3, expected 40)") != std::string::npos);
   CHECK(problem("").find("too few fields") != std::string::npos);
+  // A row of Criteo's test.txt: no label, so C1's hex is read as I13, or 39 fields in all.
+  const std::string no_label = "rows without the label column? (Criteo's test.txt has none";
+  const std::string test_row = make_row("", {}, {"68fd1e64", "80e26c9b"}).substr(1);
+  CHECK(problem(test_row).find("field 14 (I13): invalid character 'f'") != std::string::npos);
+  CHECK(problem(test_row).find(no_label) != std::string::npos);
+  const std::string digits_row = make_row("", {}, {"12345678"}).substr(1);
+  CHECK(problem(digits_row).find("too few fields (39, expected 40); " + no_label) !=
+        std::string::npos);
+  CHECK(problem(make_row("0", {"12"}, {}).substr(0, 4) + "x").find(no_label) == std::string::npos);
+  CHECK(problem("0\t1\t2").find(no_label) == std::string::npos);
   CHECK(problem(make_row("0", {"1\r2"}, {})).find("0x0d") != std::string::npos);
   // Control bytes 0x10-0x19 in an 8-character field once passed the fast path as '0'-'9'
   // (found by fuzz_criteo_tsv): every non-hex byte at every position must be rejected.

@@ -116,6 +116,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   IndexReader reader(o.dataset / kIndexName);
   Manifest counted;
   std::set<std::string> shards;  // tar layout: the shard files the index names
+  std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   size_t batch_size = kBatchPerThread * std::max(1u, o.threads);
   std::vector<SampleRecord> batch;
@@ -127,6 +128,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
     for (const auto& rec : batch) {
       counted.count(rec);
       if (rec.offset) shards.insert(rec.location);
+      listed.push_back(std::hash<std::string>{}(rec.location));
     }
     parallel_for(batch.size(), o.threads, [&](size_t i) {
       try {
@@ -156,6 +158,22 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
                    std::to_string(counted.samples) + " samples of " +
                        std::to_string(counted.bytes) + " bytes, " + kManifestName + " records " +
                        std::to_string(m.samples) + " of " + std::to_string(m.bytes)));
+  }
+  // A file in data/ that the index does not name: left by a killed run or another tool, or
+  // copied in by hand. Loaders that list data/ would take it for a sample.
+  std::sort(listed.begin(), listed.end());
+  std::error_code ec;
+  const fs::path data = o.dataset / kDataDir;
+  for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec) && !it->is_symlink(ec)) continue;
+    const std::string location =
+        (fs::path(kDataDir) / it->path().lexically_relative(data)).string();
+    if (std::binary_search(listed.begin(), listed.end(), std::hash<std::string>{}(location)))
+      continue;
+    ++result.dataset_problems;
+    report(differs(it->path().string(),
+                   "in data/ but not in the index (left behind by an "
+                   "interrupted run or added by hand)"));
   }
   if (m.layout == "tar" && shards.size() != m.shard_files) {
     ++result.dataset_problems;

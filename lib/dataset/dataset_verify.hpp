@@ -1,5 +1,5 @@
 // dataset verify: every indexed sample exists, has its recorded size and checksum, is in its
-// recorded format and decodes to its recorded shape.
+// recorded format and decodes to its recorded shape; data/ holds no file the index does not name.
 #pragma once
 
 #include <cstdint>

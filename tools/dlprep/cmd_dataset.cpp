@@ -113,10 +113,13 @@ int run_verify(const DatasetOptions& o, const Globals& globals) {
     std::cout << o.dataset << ": ok, " << r.samples
               << " samples exist, match their size and crc32, and decode to their recorded shape\n";
   } else {
-    print_note(globals, "dataset verify: " + std::to_string(r.ok) + " of " +
-                            std::to_string(r.samples) + " samples ok, " +
-                            std::to_string(r.mismatched) + " differ from the index, " +
-                            std::to_string(r.failed) + " do not decode");
+    print_note(globals,
+               "dataset verify: " + std::to_string(r.ok) + " of " + std::to_string(r.samples) +
+                   " samples ok, " + std::to_string(r.mismatched) + " differ from the index, " +
+                   std::to_string(r.failed) + " do not decode" +
+                   (r.dataset_problems > 0 ? "; " + std::to_string(r.dataset_problems) +
+                                                 " problem(s) of the dataset as a whole (above)"
+                                           : std::string()));
   }
   return code;
 }

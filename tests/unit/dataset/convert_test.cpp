@@ -116,7 +116,11 @@ TEST_CASE("a rerun removes the files of samples no longer in the source, and onl
   CHECK(r.manifest.samples == 13);
   CHECK_FALSE(fs::exists(dst / "data" / "alpha" / "autumn_320x240.l3"));
   CHECK(fs::exists(dst / "data" / "mine.txt"));  // listed by no index: not this tool's to remove
-  CHECK(verify(dst).ok == 13);
+  VerifyResult v = verify(dst);
+  CHECK(v.ok == 13);
+  CHECK(v.dataset_problems == 1);  // verify names it: data/ should hold the dataset alone
+  fs::remove(dst / "data" / "mine.txt");
+  CHECK(verify(dst).dataset_problems == 0);
 
   // An index that lists a file outside data/ (a hostile or hand-edited dataset) removes nothing,
   // through ".." or through a link to a folder outside.

@@ -2,6 +2,7 @@
 // rounding given in the instruction (nearest even) it is the IEEE conversion float_to_half_bits
 // spells out, subnormals included (the MXCSR's DAZ, which would flush subnormal inputs, is never
 // set here); the tests compare the two.
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "core/float16.hpp"
@@ -21,10 +22,17 @@ __attribute__((target("avx,f16c"))) void convert_f16c(const uint32_t* float_bits
   floats_to_halves_one_by_one(float_bits + i, halves + i, n - i);
 }
 
+// CPUID leaf 1, ECX bit 29. (Clang 14's __builtin_cpu_supports does not know "f16c".)
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 }  // namespace
 
 void floats_to_halves(const uint32_t* float_bits, uint16_t* halves, size_t n) {
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // "avx" also checks that the OS saves the YMM registers.
+  static const bool f16c = __builtin_cpu_supports("avx") && cpu_has_f16c();
   if (f16c)
     convert_f16c(float_bits, halves, n);
   else

@@ -123,6 +123,9 @@ struct PreprocessStats {
   double total_seconds = 0;
   bool vocab_reused = false;         ///< the checkpoint (or --vocab-from) replaced pass 1
   size_t days_resumed_in_pass1 = 0;  ///< days a partial pass-1 checkpoint let pass 1 skip
+  /// Files of an earlier run into OUTDIR, in this run's layout, for days this run does not have
+  /// (it had more inputs, or split its last day differently): removed at the end, relative paths.
+  std::vector<std::string> removed_outputs;
   bool single_pass = false;          ///< the inputs were read once (PreprocessOptions::single_pass)
   /// Pass 2 read pass 1's decoded rows instead of the inputs (binary inputs: the mapping pass 1
   /// made, kept for it).

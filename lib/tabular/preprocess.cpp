@@ -41,6 +41,7 @@
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -209,6 +210,8 @@ class Run {
   /// `outputs`: a single pass's settings when the days before days_done have their outputs.
   void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
+  /// Removes the outputs of days this run does not write (stats' removed_outputs).
+  void remove_stale_outputs();
   /// Each pass reads every input: done_bytes_ of passes_ times their size, and counted_bytes_.
   void report_progress(const char* pass, size_t day) const {
     if (o_.progress)
@@ -311,6 +314,33 @@ void Run::check_memory(const char* where) {
     throw Error(Errc::limit_exceeded, std::string(where) + ": memory use " + memory_text(rss) +
                                           " exceeds --max-memory " +
                                           memory_text(o_.max_memory_bytes));
+  }
+}
+
+// An earlier run into OUTDIR with more days (or a split last day where this run has none, or the
+// reverse) left day files that belong to its vocabulary, not this one's; a loader that lists
+// OUTDIR (TorchRec's day_*.npy, --days) would take them for this run's. Only this run's layout
+// is cleaned: another layout's files are another run's choice.
+void Run::remove_stale_outputs() {
+  std::set<std::string> current, stale;
+  for (size_t d = 0; d < o_.inputs.size(); ++d)
+    for (const std::string& s : day_stems(d)) current.insert(s);
+  for (const char* s : {"test", "val"})
+    if (!current.count(s)) stale.insert(s);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o_.out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    size_t end = 4;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (name.rfind("day_", 0) == 0 && end > 4 && !current.count(name.substr(0, end)))
+      stale.insert(name.substr(0, end));
+  }
+  for (const std::string& s : stale) {
+    for (const fs::path& f : output_files(o_.output_format, o_.out_dir, s))
+      if (fs::remove(f, ec)) stats_.removed_outputs.push_back(f.lexically_relative(o_.out_dir));
+    if (o_.output_format == OutputFormat::split && fs::is_directory(o_.out_dir / s, ec) &&
+        fs::is_empty(o_.out_dir / s, ec))
+      fs::remove(o_.out_dir / s, ec);
   }
 }
 
@@ -1093,6 +1123,7 @@ PreprocessStats Run::execute() {
   if (!o_.discard_outputs) {
     PhaseTimer t(write_seconds_);
     write_table_sizes(o_.output_format, o_.out_dir, stats_.num_embeddings);
+    remove_stale_outputs();
   }
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
@@ -1132,6 +1163,7 @@ std::string PreprocessStats::to_json() const {
             {"phases", phases},
             {"vocab_reused", vocab_reused},
             {"days_resumed_in_pass1", days_resumed_in_pass1},
+            {"removed_outputs", removed_outputs},
             {"single_pass", single_pass},
             {"decode_cache", decode_cache},
             {"peak_rss_bytes", peak_rss_bytes},

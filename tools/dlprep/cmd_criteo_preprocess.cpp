@@ -177,6 +177,12 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
     table.add_row({d.input, std::to_string(d.rows), std::to_string(d.bad_rows),
                    std::to_string(d.input_bytes), d.skipped ? "up to date" : "written"});
   table.print();
+  if (!stats.removed_outputs.empty())
+    print_note(globals, std::string(kCommand) + ": removed " +
+                            std::to_string(stats.removed_outputs.size()) +
+                            " files of an earlier run's days that this run does not have (" +
+                            stats.removed_outputs.front() +
+                            (stats.removed_outputs.size() > 1 ? ", ..." : "") + ")");
   const std::string passes = stats.single_pass
                                  ? "a single pass"
                                  : "pass 1 " + format_fixed(stats.pass1_seconds, 3) + " s" +

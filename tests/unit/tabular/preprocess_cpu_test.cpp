@@ -363,6 +363,37 @@ TEST_CASE("a rerun reuses the vocabulary and the finished days; new settings rew
   CHECK_FALSE(fourth.days[0].skipped);
 }
 
+TEST_CASE(
+    "a run removes its layout's files of days an earlier run into OUTDIR had and it has not") {
+  fs::path out = scratch("stale_days");
+  const fs::path day = kSamples / "deepctr_200.tsv";
+  PreprocessOptions o = base({day, day, day}, out);
+  preprocess(o);
+  REQUIRE(fs::exists(out / "day_2_sparse.npy"));
+  put(out / "day_2_notes.txt", "mine\n");  // not a file of the layout: kept
+  o.output_format = OutputFormat::dlrm;
+  o.apply_log = false;
+  preprocess(o);  // day_0.bin .. day_2.bin beside the npy files: another layout, left alone
+  o = base({day, day}, out);
+  PreprocessStats two = preprocess(o);
+  CHECK(two.removed_outputs ==
+        std::vector<std::string>{"day_2_dense.npy", "day_2_sparse.npy", "day_2_labels.npy"});
+  CHECK_FALSE(fs::exists(out / "day_2_sparse.npy"));
+  CHECK(fs::exists(out / "day_2_notes.txt"));
+  CHECK(fs::exists(out / "day_2.bin"));
+  CHECK(fs::exists(out / "day_1_sparse.npy"));
+  // Splitting the last day now: day_1's files go, test and val come; and back again.
+  o.split_last = SplitLast::test_val;
+  CHECK(preprocess(o).removed_outputs.size() == 3);
+  CHECK_FALSE(fs::exists(out / "day_1_sparse.npy"));
+  CHECK(fs::exists(out / "test_sparse.npy"));
+  o.split_last = SplitLast::none;
+  CHECK(preprocess(o).removed_outputs.size() == 6);
+  CHECK_FALSE(fs::exists(out / "test_sparse.npy"));
+  CHECK_FALSE(fs::exists(out / "val_sparse.npy"));
+  CHECK(preprocess(o).removed_outputs.empty());
+}
+
 TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values OOV") {
   fs::path dir = scratch("vocab_from");
   PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");

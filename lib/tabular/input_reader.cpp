@@ -44,6 +44,21 @@ FileKind detect_file_kind(const fs::path& path, InputFormat format) {
   ::close(fd);
   bool gz = n >= 2 && head[0] == 0x1f && head[1] == 0x8b;
   bool bin = n >= 8 && std::memcmp(head, kBinaryMagic, 8) == 0;
+  // Other compressors' files would otherwise fail as text at line 1 with a binary byte.
+  static const struct {
+    const char* name;
+    const char* magic;
+    size_t bytes;
+    const char* tool;
+  } kOther[] = {{"zstd", "\x28\xb5\x2f\xfd", 4, "zstd -d"},
+                {"xz", "\xfd\x37\x7a\x58\x5a\x00", 6, "xz -d"},
+                {"bzip2", "BZh", 3, "bunzip2"},
+                {"zip", "PK\x03\x04", 4, "unzip"}};
+  for (const auto& c : kOther)
+    if (n >= c.bytes && std::memcmp(head, c.magic, c.bytes) == 0)
+      throw Error(Errc::unsupported, path.string() + ": " + c.name +
+                                         "-compressed; dlprep reads plain or gzip text and its " +
+                                         "binary rows: decompress it first (" + c.tool + ")");
   switch (format) {
     case InputFormat::bin:
       if (!bin) throw Error(Errc::corrupt_data, path.string() + ": not a dlprep binary row file");

@@ -75,6 +75,10 @@ mkfifo "$T/fifo"
 expect fifo_input 2 "$DLPREP" criteo-preprocess "$T/fifo" -o "$T/o3d"
 contains fifo_input "$T/fifo_input.err" "fifo: not a regular file"
 [ ! -e "$T/o3d" ] || { echo "FAIL fifo_input: $T/o3d written"; fail=1; }
+# Another compressor's file is named as such (not a binary byte at line 1).
+/usr/bin/python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.compress(open(sys.argv[1], 'rb').read()))" "$S/deepctr_200.tsv" > "$T/day.xz"
+expect xz_input 1 "$DLPREP" criteo-preprocess "$T/day.xz" -o "$T/o3e"
+contains xz_input "$T/xz_input.err" "day.xz: xz-compressed; dlprep reads plain or gzip text"
 expect min_freq_negative 2 "$DLPREP" criteo-preprocess --min-freq -5 "$S/deepctr_200.tsv" -o "$T/o3c"
 contains min_freq_negative "$T/min_freq_negative.err" "must not be negative"
 expect log_offset_inf 2 "$DLPREP" criteo-preprocess --log-offset inf "$S/deepctr_200.tsv" -o "$T/o3c"

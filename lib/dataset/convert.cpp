@@ -527,8 +527,7 @@ void Engine::process(Work& w) const {
   SourceBytes source(w.entry, source_buffer);
   ByteSpan in = source.bytes();
   if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
-  const image::Codec* codec = image::sniff_codec(in);
-  if (!codec) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
+  const image::Codec* codec = &image::sniff_codec_or_throw(in);
   const image::ImageInfo probed = codec->probe(in);
   const ImageShape& declared = probed.shape;
   w.source_bits = probed.bits;

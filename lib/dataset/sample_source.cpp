@@ -77,7 +77,10 @@ bool is_image_candidate(const fs::path& path) {
   while (n < 0 && errno == EINTR);
   ::close(fd);
   if (n <= 0) return n < 0;  // an empty file is not an image; a read error is reported later
-  return image::sniff_codec(ByteSpan(head, static_cast<size_t>(n))) != nullptr;
+  // An image in a format dlprep does not read (TIFF, GIF ...) is a sample too, so that it fails
+  // with its name and format instead of being silently left out.
+  const ByteSpan bytes(head, static_cast<size_t>(n));
+  return image::sniff_codec(bytes) != nullptr || image::unreadable_image_format(bytes) != nullptr;
 }
 
 SampleSource::SampleSource(const fs::path& src) : src_(src) {

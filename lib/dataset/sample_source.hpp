@@ -87,8 +87,9 @@ class SampleSource {
   std::optional<std::string> list_bytes_;
 };
 
-/// True if the first bytes of the file are an image's magic, or if the file cannot be read (so
-/// that the failure is reported as a sample error rather than the file silently ignored).
+/// True if the first bytes of the file are an image's magic (of a format dlprep reads, or of one
+/// it names as unreadable: TIFF, GIF ...), or if the file cannot be read (so that the failure is
+/// reported as a sample error rather than the file silently ignored).
 bool is_image_candidate(const std::filesystem::path& path);
 
 }  // namespace dlprep::dataset

@@ -60,7 +60,14 @@ const std::vector<const Codec*>& all_codecs();
 const Codec* find_codec(std::string_view name);
 /// The codec whose magic matches the first bytes of the file; nullptr if none. Never uses the name.
 const Codec* sniff_codec(ByteSpan file);
-/// Sniffs and decodes; throws Error(unsupported) "unknown image format" when nothing matches.
+/// The name of an image format that no codec here reads ("TIFF", "GIF", "HEIC/HEIF", "AVIF",
+/// "JPEG XL", "JPEG 2000") when the first bytes are its magic; nullptr otherwise.
+const char* unreadable_image_format(ByteSpan file);
+/// The codec of sniff_codec; throws Error(unsupported) when none matches: "unknown image format
+/// (no known magic bytes)", or the format it is when dlprep knows it but reads it not (TIFF, GIF,
+/// HEIC, AVIF, JPEG XL, JPEG 2000), with the formats it reads.
+const Codec& sniff_codec_or_throw(ByteSpan file);
+/// Sniffs and decodes; throws as sniff_codec_or_throw, or Error(corrupt_data) for an empty file.
 Image decode_any(ByteSpan file);
 
 }  // namespace dlprep::image

@@ -1,5 +1,8 @@
 // The only list of codecs, and the only file that knows which optional codecs were built.
 #include <array>
+#include <cstring>
+#include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "image/codec.hpp"
@@ -45,11 +48,44 @@ const Codec* sniff_codec(ByteSpan file) {
   return nullptr;
 }
 
+const char* unreadable_image_format(ByteSpan file) {
+  // Formats users have in image folders that no codec here reads, by magics long enough not to
+  // catch other files (JPEG XL's bare 2-byte codestream signature would).
+  static const struct {
+    const char* name;
+    size_t at;
+    std::string_view magic;
+  } kOthers[] = {{"TIFF", 0, std::string_view("II*\0", 4)},
+                 {"TIFF", 0, std::string_view("MM\0*", 4)},
+                 {"GIF", 0, "GIF8"},
+                 {"HEIC/HEIF", 4, "ftypheic"},
+                 {"HEIC/HEIF", 4, "ftypheix"},
+                 {"HEIC/HEIF", 4, "ftypmif1"},
+                 {"AVIF", 4, "ftypavif"},
+                 {"JPEG XL", 0, std::string_view("\0\0\0\x0cJXL ", 8)},
+                 {"JPEG 2000", 0, std::string_view("\0\0\0\x0cjP  ", 8)}};
+  for (const auto& o : kOthers)
+    if (file.size() >= o.at + o.magic.size() &&
+        std::memcmp(file.data() + o.at, o.magic.data(), o.magic.size()) == 0)
+      return o.name;
+  return nullptr;
+}
+
+const Codec& sniff_codec_or_throw(ByteSpan file) {
+  if (const Codec* c = sniff_codec(file)) return *c;
+  if (const char* other = unreadable_image_format(file)) {
+    std::string known;
+    for (const Codec* c : all_codecs())
+      known += (known.empty() ? "" : ", ") + std::string(c->name());
+    throw Error(Errc::unsupported,
+                std::string("a ") + other + " image: not a format dlprep reads (" + known + ")");
+  }
+  throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
+}
+
 Image decode_any(ByteSpan file) {
   if (file.empty()) throw Error(Errc::corrupt_data, "empty file");
-  const Codec* c = sniff_codec(file);
-  if (!c) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
-  return c->decode(file);
+  return sniff_codec_or_throw(file).decode(file);
 }
 
 }  // namespace dlprep::image

@@ -25,8 +25,7 @@ Json describe(const InputFile& input) {
   MappedFile file(input.path);
   ByteSpan bytes = file.bytes();
   if (bytes.empty()) throw Error(Errc::corrupt_data, "empty file");
-  const image::Codec* codec = image::sniff_codec(bytes);
-  if (!codec) throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
+  const image::Codec* codec = &image::sniff_codec_or_throw(bytes);
   Json j;
   j["path"] = display_path(input.path);
   j["format"] = std::string(codec->name());

@@ -166,10 +166,11 @@ int Converter::run() {
   bool encoding = direction_ == Direction::encode;
   if (encoding) patch_ = parse_patch(options_.patch);
   std::vector<std::string> empty_dirs;
-  // Walking a tree, encode takes every image that is not already L3; decode only L3 files.
+  // Walking a tree, encode takes every image that is not already L3 (those in formats no codec
+  // reads too, to fail with their name); decode only L3 files.
   inputs_ = collect_inputs(
       options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
-      &empty_dirs);
+      &empty_dirs, encoding);
   for (const auto& dir : empty_dirs)
     print_warning(globals_, command_,
                   dir + (encoding ? ": no image files found" : ": no l3 files found"));

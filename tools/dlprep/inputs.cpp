@@ -9,19 +9,32 @@
 namespace dlprep::cli {
 namespace fs = std::filesystem;
 
-const image::Codec* sniff_path(const fs::path& path) {
-  // 64 bytes cover every magic we know (the longest, WebP's RIFF....WEBP, needs 12).
+namespace {
+
+// The first bytes of a file: 64 cover every magic we know (the longest, WebP's RIFF....WEBP,
+// needs 12); empty when it cannot be read.
+std::string head_of(const fs::path& path) {
   std::array<char, 64> head{};
   std::ifstream in(path, std::ios::binary);
-  if (!in) return nullptr;
+  if (!in) return {};
   in.read(head.data(), head.size());
-  auto n = static_cast<size_t>(in.gcount());
-  if (n == 0) return nullptr;
-  return image::sniff_codec(ByteSpan(reinterpret_cast<const uint8_t*>(head.data()), n));
+  return std::string(head.data(), static_cast<size_t>(in.gcount()));
+}
+
+ByteSpan bytes_of(const std::string& s) {
+  return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+}  // namespace
+
+const image::Codec* sniff_path(const fs::path& path) {
+  const std::string head = head_of(path);
+  return head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
 }
 
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
-                                      std::vector<std::string>* empty_dirs) {
+                                      std::vector<std::string>* empty_dirs,
+                                      bool keep_unreadable_images) {
   std::vector<InputFile> files;
   for (const std::string& arg : args) {
     std::error_code ec;
@@ -38,8 +51,12 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
       if (!it->is_regular_file(file_ec)) continue;
       // Temp files of an interrupted run (".name.tmp.XXXXXX") are never inputs.
       if (it->path().filename().string().starts_with(".")) continue;
-      const image::Codec* codec = sniff_path(it->path());
-      if (codec && keep(*codec)) found.push_back({it->path(), it->path().lexically_relative(arg)});
+      const std::string head = head_of(it->path());
+      const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
+      const bool kept = codec ? keep(*codec)
+                              : keep_unreadable_images &&
+                                    image::unreadable_image_format(bytes_of(head)) != nullptr;
+      if (kept) found.push_back({it->path(), it->path().lexically_relative(arg)});
     }
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
     std::sort(found.begin(), found.end(),

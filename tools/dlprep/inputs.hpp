@@ -23,10 +23,13 @@ using CodecFilter = std::function<bool(const image::Codec&)>;
 
 /// Expands the arguments: "-" and files as given; directories walked recursively in sorted order,
 /// keeping regular files whose magic bytes (never the name) match a codec accepted by `keep`.
-/// `empty_dirs` receives the directory arguments in which nothing was kept.
+/// `empty_dirs` receives the directory arguments in which nothing was kept. With
+/// `keep_unreadable_images`, images in formats no codec reads (TIFF, GIF ...) are kept too, so
+/// that they fail with their format's name instead of being silently left out.
 /// Throws Error(io) when a directory cannot be read.
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
-                                      std::vector<std::string>* empty_dirs = nullptr);
+                                      std::vector<std::string>* empty_dirs = nullptr,
+                                      bool keep_unreadable_images = false);
 
 /// The codec whose magic bytes start the file, reading only its first bytes; nullptr if none or
 /// if it cannot be read.

@@ -302,6 +302,26 @@ TEST_CASE("an output that cannot be written stops the run, even with --on-error 
   CHECK(verify(dst).ok == r.manifest.samples);
 }
 
+TEST_CASE("an image in a format dlprep does not read is a failing sample, not left out") {
+  fs::path root = scratch("unreadable");
+  fs::path src = make_tree(root);
+  std::ofstream(src / "beta" / "anim.gif", std::ios::binary) << "GIF89a\x01\0\x01\0\0\0\0;";
+  std::ofstream(src / "beta" / "notes.bin", std::ios::binary) << "GIF7 is no magic";
+  try {
+    convert_dataset(options(src, root / "dst", "l3"));
+    FAIL("the GIF was left out");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::unsupported);
+    CHECK(std::string(e.what()).find("anim.gif: a GIF image: not a format dlprep reads") !=
+          std::string::npos);
+  }
+  auto o = options(src, root / "dst", "l3");
+  o.skip_errors = true;
+  ConvertResult r = convert_dataset(o);
+  CHECK(r.failed == 1);
+  CHECK(r.manifest.samples == 14);
+}
+
 TEST_CASE("verify names a tampered, a missing and a truncated sample") {
   fs::path root = scratch("tamper");
   fs::path src = make_tree(root);

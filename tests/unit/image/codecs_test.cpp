@@ -229,6 +229,40 @@ TEST_CASE("sniff_codec picks the right codec for every encoded file and none for
   CHECK_THROWS_AS(decode_any(ByteSpan{}), Error);
 }
 
+TEST_CASE("images in formats no codec reads are named, not called unknown") {
+  auto bytes = [](const std::string& s) {
+    return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  };
+  const std::pair<std::string, const char*> cases[] = {
+      {std::string("II*\0\x08\0\0\0", 8), "TIFF"},
+      {std::string("MM\0*\0\0\0\x08", 8), "TIFF"},
+      {"GIF89a\x01\0\x01\0", "GIF"},
+      {std::string("\0\0\0\x18"
+                   "ftypheic\0\0\0\0",
+                   16),
+       "HEIC/HEIF"},
+      {std::string("\0\0\0\x1c"
+                   "ftypavif\0\0\0\0",
+                   16),
+       "AVIF"},
+      {std::string("\0\0\0\x0cJXL \r\n\x87\n", 12), "JPEG XL"},
+      {std::string("\0\0\0\x0cjP  \r\n\x87\n", 12), "JPEG 2000"}};
+  for (const auto& [file, name] : cases) {
+    INFO(name);
+    CHECK(sniff_codec(bytes(file)) == nullptr);
+    REQUIRE(unreadable_image_format(bytes(file)) != nullptr);
+    CHECK(std::string(unreadable_image_format(bytes(file))) == name);
+    CHECK_THROWS_WITH_AS(
+        decode_any(bytes(file)),
+        doctest::Contains(
+            (std::string("a ") + name + " image: not a format dlprep reads (").c_str()),
+        Error);
+  }
+  CHECK(unreadable_image_format(bytes("hello world")) == nullptr);
+  CHECK_THROWS_WITH_AS(decode_any(bytes("hello world")),
+                       "unknown image format (no known magic bytes)", Error);
+}
+
 TEST_CASE("every codec rejects empty input with dlprep::Error") {
   for (const Codec* codec : all_codecs()) {
     INFO(codec->name());

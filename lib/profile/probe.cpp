@@ -43,10 +43,9 @@ std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& fi
     Bytes buffer;
     dataset::SourceBytes source(files[i], buffer);
     s.source_bytes.assign(source.bytes().begin(), source.bytes().end());
-    const image::Codec* codec = image::sniff_codec(s.source_bytes);
-    if (!codec) throw Error(Errc::unsupported, name + ": unknown image format");
-    s.source_format = std::string(codec->name());
     try {
+      const image::Codec* codec = &image::sniff_codec_or_throw(s.source_bytes);
+      s.source_format = std::string(codec->name());
       s.image = codec->decode(s.source_bytes);
     } catch (const Error& e) {
       throw e.with_context(name);

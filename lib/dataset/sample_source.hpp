@@ -52,7 +52,13 @@ class SourceBytes {
   ByteSpan bytes_;
 };
 
-/// The key of a path: generic form, no root, no "." or ".." parts, without the last extension.
+/// `name` with each byte of an invalid UTF-8 sequence written as %XX (upper-case hex): file names
+/// in other encodings (Latin-1 "caf\xe9") become names that the JSON index and dataset.json can
+/// hold, and the data file is named the same, so a key never loses its file.
+std::string escape_invalid_utf8(std::string_view name);
+
+/// The key of a path: generic form, no root, no "." or ".." parts, without the last extension,
+/// escape_invalid_utf8'd.
 std::string key_from_path(const std::filesystem::path& relative);
 
 /// A source: SRC is a directory (a dlprep dataset when it holds dataset.json, else a tree whose

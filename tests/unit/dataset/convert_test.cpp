@@ -78,6 +78,30 @@ TEST_CASE("keys are relative paths without the extension, never leaving the tree
   CHECK(key_from_path("/abs/x.jpg") == "abs/x");
   CHECK(key_from_path("../up/x.jpg") == "up/x");
   CHECK(key_from_path("noext") == "noext");
+  // Names in other encodings: each byte of an invalid UTF-8 sequence as %XX, valid ones kept.
+  CHECK(key_from_path("caf\xe9/x.png") == "caf%E9/x");
+  CHECK(escape_invalid_utf8("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x90\x88") ==
+        "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x90\x88");
+  CHECK(escape_invalid_utf8("\xc3") == "%C3");                       // cut short
+  CHECK(escape_invalid_utf8("\xc0\xaf") == "%C0%AF");                // overlong
+  CHECK(escape_invalid_utf8("\xed\xa0\x80") == "%ED%A0%80");         // a surrogate
+  CHECK(escape_invalid_utf8("\xf4\x90\x80\x80") == "%F4%90%80%80");  // above U+10FFFF
+  CHECK(escape_invalid_utf8("\xff") == "%FF");
+}
+
+TEST_CASE("a Latin-1 file name keeps its file: the key and the data file are escaped alike") {
+  fs::path root = scratch("latin1");
+  fs::path images = fs::path(DLPREP_SAMPLE_DATA) / "images";
+  fs::create_directories(root / "src" / "caf\xe9");
+  fs::create_directories(root / "src" / "caf\xe8");
+  fs::copy_file(images / "kay_256x256.png", root / "src" / "caf\xe9" / "d\xe9j\xe0.png");
+  fs::copy_file(images / "kite_199x301.png", root / "src" / "caf\xe8" / "x.png");
+  ConvertResult r = convert_dataset(options(root / "src", root / "dst", "l3"));
+  CHECK(r.manifest.samples == 2);
+  CHECK(r.manifest.classes.size() == 2);  // two folders, two classes (not one U+FFFD name)
+  CHECK(fs::exists(root / "dst" / "data" / "caf%E9" / "d%E9j%E0.l3"));
+  CHECK(verify(root / "dst").ok == 2);
+  CHECK(convert_dataset(options(root / "src", root / "dst", "l3")).up_to_date == 2);
 }
 
 TEST_CASE("a folder tree converts to l3 and verifies; a rerun converts nothing") {

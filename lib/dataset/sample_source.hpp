@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
+#include "core/utf8.hpp"
 
 namespace dlprep::dataset {
 
@@ -52,13 +53,9 @@ class SourceBytes {
   ByteSpan bytes_;
 };
 
-/// `name` with each byte of an invalid UTF-8 sequence written as %XX (upper-case hex): file names
-/// in other encodings (Latin-1 "caf\xe9") become names that the JSON index and dataset.json can
-/// hold, and the data file is named the same, so a key never loses its file.
-std::string escape_invalid_utf8(std::string_view name);
-
 /// The key of a path: generic form, no root, no "." or ".." parts, without the last extension,
-/// escape_invalid_utf8'd.
+/// escape_invalid_utf8'd (core/utf8.hpp): the JSON index holds it, and the data file is named the
+/// same, so a key never loses its file.
 std::string key_from_path(const std::filesystem::path& relative);
 
 /// A source: SRC is a directory (a dlprep dataset when it holds dataset.json, else a tree whose

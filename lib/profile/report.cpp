@@ -128,7 +128,7 @@ std::string report_to_json(const ProfileReport& r) {
                     {"verify", r.verify_seconds},
                     {"sweep", r.sweep_seconds},
                     {"total", r.total_seconds}};
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 ProfileReport report_from_json(std::string_view text) {

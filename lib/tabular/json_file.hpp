@@ -24,7 +24,8 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
 }
 
 inline void write_json_file(const std::filesystem::path& p, const nlohmann::json& j) {
-  const std::string s = j.dump(2) + "\n";
+  // replace: a string that is not UTF-8 must not abort the run after its work is done.
+  const std::string s = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
 }
 

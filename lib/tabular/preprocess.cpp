@@ -46,6 +46,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
+#include "core/utf8.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/input_reader.hpp"
 #include "tabular/json_file.hpp"
@@ -117,7 +118,7 @@ json file_identity(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) throw Error(Errc::io, p.string() + ": cannot stat");
   int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return json{{"path", fs::absolute(p).lexically_normal().string()},
+  return json{{"path", escape_invalid_utf8(fs::absolute(p).lexically_normal().string())},
               {"size_bytes", static_cast<uint64_t>(st.st_size)},
               {"mtime_ns", mtime_ns}};
 }
@@ -562,7 +563,7 @@ json Run::pass2_fingerprint() const {
               {"log_offset", o_.log_offset},
               {"split_last", static_cast<int>(o_.split_last)},
               {"on_bad_row", bad_row_policy_name(o_.on_bad_row)},
-              {"vocab_from", o_.vocab_from ? o_.vocab_from->string() : ""}};
+              {"vocab_from", o_.vocab_from ? escape_invalid_utf8(o_.vocab_from->string()) : ""}};
   if (!o_.vocab_from) {
     // The vocabulary built from the inputs, as far as its size tells.
     uint64_t rows = 0;
@@ -973,7 +974,7 @@ PreprocessStats Run::execute() {
   for (const auto& in : o_.inputs) {
     kinds_.push_back(detect_file_kind(in, o_.input_format));
     DayStats d;
-    d.input = in.string();
+    d.input = escape_invalid_utf8(in.string());  // stats.json, state.json: JSON holds it
     stats_.days.push_back(d);
     total_input_bytes_ += regular_file_size(in);
   }
@@ -1182,7 +1183,7 @@ std::string PreprocessStats::to_json() const {
                  {"device_chunks", device_chunks},
                  {"log_values_on_host", log_values_on_host}};
   }
-  return j.dump(2);
+  return j.dump(2, ' ', false, json::error_handler_t::replace);  // never throws on a name
 }
 
 PreprocessStats preprocess(const PreprocessOptions& options) { return Preprocessor().run(options); }

@@ -282,7 +282,7 @@ void write_table_sizes(OutputFormat format, const fs::path& out_dir,
     // its loaders derive each cat_J.bin's type from them, as split_id_bytes() did.
     nlohmann::ordered_json table;
     for (size_t j = 0; j < sizes.size(); ++j) table["cat_" + std::to_string(j)] = sizes[j];
-    file = table.dump(2) + "\n";
+    file = table.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     write_file_atomic(out_dir / "model_size.json", as_bytes(file.data(), file.size()));
   }
 }

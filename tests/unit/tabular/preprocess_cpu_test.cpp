@@ -394,6 +394,19 @@ TEST_CASE(
   CHECK(preprocess(o).removed_outputs.empty());
 }
 
+TEST_CASE("an input whose name is not UTF-8 runs, is named %XX in the JSON files, and resumes") {
+  fs::path out = scratch("latin1_input");
+  const fs::path input = out.parent_path() / "latin1_day_\xe9.tsv";
+  fs::copy_file(kSamples / "deepctr_200.tsv", input, fs::copy_options::overwrite_existing);
+  PreprocessOptions o = base({input}, out);
+  o.resume = true;
+  PreprocessStats first = preprocess(o);
+  CHECK(first.days[0].input == (out.parent_path() / "latin1_day_%E9.tsv").string());
+  CHECK(slurp(out / "stats.json").find("latin1_day_%E9.tsv") != std::string::npos);
+  PreprocessStats again = preprocess(o);
+  CHECK(again.days[0].skipped);  // state.json's identity of the input matched
+}
+
 TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values OOV") {
   fs::path dir = scratch("vocab_from");
   PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");

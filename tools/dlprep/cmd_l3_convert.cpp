@@ -264,8 +264,10 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
   outcome.input_bytes = in.size();
   Bytes out;
   if (encoding) {
-    Image image = image::decode_any(in);
-    if (const uint32_t bits = image::sniff_codec(in)->probe(in).bits; bits > 8)
+    if (in.empty()) throw Error(Errc::corrupt_data, "empty file");
+    const image::Codec& codec = image::sniff_codec_or_throw(in);  // sniffed once
+    Image image = codec.decode(in);
+    if (const uint32_t bits = codec.probe(in).bits; bits > 8)
       print_warning(globals_, command_,
                     display_path(input.path) + ": " + std::to_string(bits) +
                         "-bit samples, read as 8 bits: the L3 file is not lossless of it");

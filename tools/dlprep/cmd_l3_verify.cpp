@@ -111,8 +111,10 @@ Result verify_one(const InputFile& input, const Original* original,
 Original decode_original(const std::filesystem::path& path) {
   try {
     MappedFile file(path);
-    Original original{image::decode_any(file.bytes())};
-    original.bits = image::sniff_codec(file.bytes())->probe(file.bytes()).bits;
+    if (file.bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
+    const image::Codec& codec = image::sniff_codec_or_throw(file.bytes());  // sniffed once
+    Original original{codec.decode(file.bytes())};
+    original.bits = codec.probe(file.bytes()).bits;
     return original;
   } catch (const Error& e) {
     throw with_path(path, e);

@@ -69,11 +69,16 @@ void write_all(int fd, ByteSpan bytes, const fs::path& path) {
 
 namespace {
 
-Bytes read_fd(int fd, const fs::path& path) {
+Bytes read_fd(int fd, const fs::path& path, const HeadCheck& check_head = {}) {
   Bytes out;
   size_t used = 0;
+  bool head_checked = !check_head;
   out.resize(1 << 16);
   for (;;) {
+    if (!head_checked && used >= kHeadCheckBytes) {
+      check_head(ByteSpan(out.data(), used));
+      head_checked = true;
+    }
     if (used == out.size()) {
       if (out.size() >= limits::kMaxFileBytes)
         throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
@@ -84,6 +89,7 @@ Bytes read_fd(int fd, const fs::path& path) {
     used += n;
   }
   out.resize(used);
+  if (!head_checked && used > 0) check_head(out);
   return out;
 }
 
@@ -137,9 +143,9 @@ void unregister_pending(const std::string& path) {
 
 }  // namespace
 
-MappedFile::MappedFile(const fs::path& path) : path_(path) {
+MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
   if (path == "-") {
-    owned_ = read_fd(STDIN_FILENO, "<stdin>");
+    owned_ = read_fd(STDIN_FILENO, "<stdin>", check_head);
     data_ = owned_.data();
     size_ = owned_.size();
     return;
@@ -171,7 +177,7 @@ MappedFile::MappedFile(const fs::path& path) : path_(path) {
     }
   }
   try {
-    owned_ = read_fd(fd, path);
+    owned_ = read_fd(fd, path, check_head);
   } catch (...) {
     ::close(fd);
     throw;

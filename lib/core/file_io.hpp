@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,11 +14,18 @@ namespace dlprep {
 using Bytes = std::vector<uint8_t>;
 using ByteSpan = std::span<const uint8_t>;
 
+/// Called with the first bytes of a stream (kHeadCheckBytes, or all of a shorter one) before the
+/// rest is read; it throws to refuse the stream, so that a pipe of something else (/dev/zero, a
+/// video) fails at once rather than after reading up to 16 GiB.
+using HeadCheck = std::function<void(ByteSpan head)>;
+inline constexpr size_t kHeadCheckBytes = 64;
+
 /// A read-only view of a whole file: memory-mapped when the file is regular, otherwise (a pipe,
-/// "-" for stdin) read into memory. Throws Error(io) naming the path on failure.
+/// "-" for stdin) read into memory, after check_head accepts its first bytes. Throws Error(io)
+/// naming the path on failure.
 class MappedFile {
  public:
-  explicit MappedFile(const std::filesystem::path& path);
+  explicit MappedFile(const std::filesystem::path& path, const HeadCheck& check_head = {});
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -67,6 +67,9 @@ const char* unreadable_image_format(ByteSpan file);
 /// (no known magic bytes)", or the format it is when dlprep knows it but reads it not (TIFF, GIF,
 /// HEIC, AVIF, JPEG XL, JPEG 2000), with the formats it reads.
 const Codec& sniff_codec_or_throw(ByteSpan file);
+/// A HeadCheck (core/file_io.hpp) for image inputs: sniff_codec_or_throw on a stream's first
+/// bytes, so that a pipe of something else fails before it is read to its end.
+void check_image_head(ByteSpan head);
 /// Sniffs and decodes; throws as sniff_codec_or_throw, or Error(corrupt_data) for an empty file.
 Image decode_any(ByteSpan file);
 

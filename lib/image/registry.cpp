@@ -83,6 +83,8 @@ const Codec& sniff_codec_or_throw(ByteSpan file) {
   throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
 }
 
+void check_image_head(ByteSpan head) { sniff_codec_or_throw(head); }
+
 Image decode_any(ByteSpan file) {
   if (file.empty()) throw Error(Errc::corrupt_data, "empty file");
   return sniff_codec_or_throw(file).decode(file);

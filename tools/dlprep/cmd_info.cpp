@@ -22,7 +22,7 @@ struct InfoOptions {
 
 // Everything `info` reports about one file; throws Error naming what is wrong.
 Json describe(const InputFile& input) {
-  MappedFile file(input.path);
+  MappedFile file(input.path, image::check_image_head);
   ByteSpan bytes = file.bytes();
   if (bytes.empty()) throw Error(Errc::corrupt_data, "empty file");
   const image::Codec* codec = &image::sniff_codec_or_throw(bytes);

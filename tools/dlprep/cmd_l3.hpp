@@ -40,6 +40,11 @@ std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
                                          const std::function<void(size_t count)>& prepare,
                                          const std::function<void(size_t i, ByteSpan bytes)>& load);
 
+/// Throws unless `head`, a file's first bytes, starts an L3 file: Error(corrupt_data) "empty file",
+/// Error(unsupported) "not an l3 file (format png)". Also a HeadCheck (core/file_io.hpp), so that a
+/// stream of something else is refused at its first bytes (cmd_l3_verify.cpp).
+void require_l3_head(ByteSpan head);
+
 /// "a,b,,c" -> {"a", "b", "c"} (cmd_l3_bench.cpp).
 std::vector<std::string> split_list(const std::string& text);
 /// A comma-separated list of counts from 1 to `max` for `flag`; throws Error(invalid_argument)

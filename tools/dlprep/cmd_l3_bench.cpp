@@ -237,7 +237,7 @@ std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
   Progress progress(globals, "l3 bench: reading", inputs.size());
   parallel_for(inputs.size(), globals.jobs, [&](size_t i) {
     try {
-      MappedFile file(inputs[i].path);
+      MappedFile file(inputs[i].path, image::check_image_head);
       load(i, file.bytes());
     } catch (const Error& e) {
       print_error(kCommand, with_path(inputs[i].path, e).what());

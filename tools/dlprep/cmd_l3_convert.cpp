@@ -242,13 +242,8 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
     outcome.output = plan_->output_for(input, "l3");
   } else {
     // The output's extension may depend on the channel count (ppm/pgm): read the header first.
-    file = std::make_unique<MappedFile>(input.path);
-    if (file->bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
-    const image::Codec* codec = image::sniff_codec(file->bytes());
-    if (!codec || codec->name() != "l3")
-      throw Error(Errc::unsupported,
-                  std::string("not an l3 file (") +
-                      (codec ? "format " + std::string(codec->name()) : "unknown format") + ")");
+    file = std::make_unique<MappedFile>(input.path, require_l3_head);
+    require_l3_head(file->bytes());
     outcome.shape = l3::inspect(file->bytes()).shape;
     check_target(target_, outcome.shape.channels);
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
@@ -259,7 +254,7 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
     outcome.status = Outcome::skipped;
     return;
   }
-  if (!file) file = std::make_unique<MappedFile>(input.path);
+  if (!file) file = std::make_unique<MappedFile>(input.path, image::check_image_head);
   ByteSpan in = file->bytes();
   outcome.input_bytes = in.size();
   Bytes out;

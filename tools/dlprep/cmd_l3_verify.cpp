@@ -21,6 +21,16 @@
 #include "output.hpp"
 
 namespace dlprep::cli {
+
+void require_l3_head(ByteSpan head) {
+  if (head.empty()) throw Error(Errc::corrupt_data, "empty file");
+  const image::Codec* codec = image::sniff_codec(head);
+  if (!codec || codec->name() != "l3")
+    throw Error(Errc::unsupported,
+                std::string("not an l3 file (") +
+                    (codec ? "format " + std::string(codec->name()) : "unknown format") + ")");
+}
+
 namespace {
 
 constexpr const char* kCommand = "l3 verify";
@@ -78,14 +88,9 @@ Result verify_one(const InputFile& input, const Original* original,
                   const std::string& original_name, unsigned threads) {
   Result result;
   try {
-    MappedFile file(input.path);
+    MappedFile file(input.path, require_l3_head);
     ByteSpan bytes = file.bytes();
-    if (bytes.empty()) throw Error(Errc::corrupt_data, "empty file");
-    const image::Codec* codec = image::sniff_codec(bytes);
-    if (!codec || codec->name() != "l3")
-      throw Error(Errc::corrupt_data,
-                  std::string("not an l3 file (") +
-                      (codec ? "format " + std::string(codec->name()) : "unknown format") + ")");
+    require_l3_head(bytes);
     l3::FileInfo info = l3::inspect(bytes);
     Image decoded = l3::decode(bytes, threads);
     result.shape = info.shape;
@@ -110,7 +115,7 @@ Result verify_one(const InputFile& input, const Original* original,
 // Decodes the original by whatever codec its magic bytes name; throws naming its path.
 Original decode_original(const std::filesystem::path& path) {
   try {
-    MappedFile file(path);
+    MappedFile file(path, image::check_image_head);
     if (file.bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
     const image::Codec& codec = image::sniff_codec_or_throw(file.bytes());  // sniffed once
     Original original{codec.decode(file.bytes())};

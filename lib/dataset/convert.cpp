@@ -26,7 +26,6 @@
 #include <new>
 #include <optional>
 #include <set>
-#include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -34,6 +33,7 @@
 #include "core/timing.hpp"
 #include "dataset/assign.hpp"
 #include "dataset/crc32.hpp"
+#include "dataset/orphan_files.hpp"
 #include "dataset/sample_source.hpp"
 #include "dataset/tar_shards.hpp"
 #include "image/codec.hpp"
@@ -114,8 +114,6 @@ class Engine {
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
-  std::vector<fs::path> orphan_files(const fs::path& old_index,
-                                     const std::unordered_set<uint64_t>& listed) const;
 
   const ConvertOptions& o_;
   std::optional<DirectoryLock> lock_;  // on the destination
@@ -264,7 +262,7 @@ ConvertResult Engine::run() {
   AtomicFile index(index_path);
   ConvertResult result;
   uint64_t ordinal = 0;
-  std::unordered_set<uint64_t> listed;  // hashes of the new index's file locations
+  ListedLocations listed;               // the new index's file locations
   uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
   std::string first_wide;
   std::atomic<uint64_t> done{0};
@@ -365,7 +363,7 @@ ConvertResult Engine::run() {
       }
       lines += format_record(w.record);
       lines += '\n';
-      if (!tar_) listed.insert(std::hash<std::string>{}(w.record.location));
+      if (!tar_) listed.add(w.record.location);
       manifest_.count(w.record);
     }
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
@@ -375,13 +373,11 @@ ConvertResult Engine::run() {
                " more than 8 bits per sample (the first: " + first_wide +
                "), read as 8 bits: their files are not lossless of them");
   if (tar_) manifest_.shard_files = tar_->finish();
+  // Read from the old index, before the new one replaces it (tar shards: TarShards' own).
   const std::vector<fs::path> orphans =
-      tar_ ? std::vector<fs::path>() : orphan_files(index_path, listed);
+      tar_ ? std::vector<fs::path>() : orphan_files(o_.destination, listed);
   index.commit();
-  for (const fs::path& orphan : orphans) {
-    std::error_code ec;
-    result.removed += fs::remove(orphan, ec) ? 1 : 0;
-  }
+  result.removed = remove_files(orphans);
   manifest_.failed = result.failed;
   manifest_.complete = true;
   write_manifest(o_.destination, manifest_);
@@ -440,38 +436,6 @@ bool Engine::keep_member(Work& w) const {
   }
   w.status = Work::up_to_date;
   return true;
-}
-
-// The files of the previous index that the new one does not list (their sources were removed,
-// or skipped this time): removed once the new index is in place, so that data/ holds the dataset
-// and nothing else. Only plain locations under data/ are touched, whatever an old index says; an
-// unreadable one leaves its files.
-std::vector<fs::path> Engine::orphan_files(const fs::path& old_index,
-                                           const std::unordered_set<uint64_t>& listed) const {
-  std::vector<fs::path> orphans;
-  std::error_code ec;
-  if (!fs::exists(old_index, ec)) return orphans;
-  const std::string prefix = std::string(kDataDir) + "/";
-  const fs::path data = fs::weakly_canonical(o_.destination / kDataDir, ec);
-  if (ec) return orphans;
-  try {
-    IndexReader reader(old_index);
-    SampleRecord r;
-    while (reader.next(r)) {
-      if (r.offset || listed.count(std::hash<std::string>{}(r.location))) continue;
-      check_location(r.location);
-      if (r.location.rfind(prefix, 0) != 0) continue;
-      fs::path path = o_.destination / r.location;
-      // Its folder must still be data/ or below once links are resolved.
-      fs::path folder = fs::weakly_canonical(path.parent_path(), ec);
-      fs::path below = folder.lexically_relative(data);
-      if (ec || below.empty() || *below.begin() == "..") continue;
-      orphans.push_back(std::move(path));
-    }
-  } catch (const Error&) {
-    orphans.clear();
-  }
-  return orphans;
 }
 
 void Engine::remove_siblings(const std::string& key, const std::string& keep_ext) const {

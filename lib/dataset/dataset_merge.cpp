@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "dataset/orphan_files.hpp"
 
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
@@ -17,15 +19,50 @@ namespace {
 
 Error bad(const std::string& what) { return Error(Errc::invalid_argument, what); }
 
-// The parameters that make shards of one conversion.
-std::string identity(const Manifest& m) {
-  std::string s = m.source_kind + "\n" + m.source_path + "\n" + std::to_string(m.seed) + "\n" +
-                  std::to_string(m.shard_count) + "\n" + m.layout + "\n" +
-                  std::to_string(m.max_shard_bytes) + "\n";
-  for (const auto& label : m.labels) s += label + "\n";
-  for (const auto& t : m.targets) s += t.spec + "=" + std::to_string(t.ratio) + "\n";
-  s += "transform " + m.transform + "\n";
+// The source as recorded, spelled the same whatever the trailing slash or "./" ("train/" and
+// "train" are one source).
+std::string source_text(const std::string& path) {
+  std::string s = fs::path(path).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
   return s;
+}
+
+std::string mix_text(const Manifest& m) {
+  std::string s;
+  for (const auto& t : m.targets) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.9g", t.ratio);
+    s += (s.empty() ? "" : ",") + t.spec + ":" + ratio;
+  }
+  return s;
+}
+
+// What makes `a` and `b` shards of different conversions, as "what: a vs b"; "" when they are
+// shards of one.
+std::string difference(const Manifest& a, const Manifest& b) {
+  auto differ = [](const std::string& what, const std::string& x, const std::string& y) {
+    return x == y ? std::string() : what + ": " + x + " vs " + y;
+  };
+  auto quoted = [](const std::string& s) {
+    return s.empty() ? std::string("none") : "'" + s + "'";
+  };
+  for (const std::string& d : {
+           differ("source", a.source_kind + " " + quoted(source_text(a.source_path)),
+                  b.source_kind + " " + quoted(source_text(b.source_path))),
+           differ("shard count", std::to_string(a.shard_count), std::to_string(b.shard_count)),
+           differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
+           differ("mix", mix_text(a), mix_text(b)),
+           differ("transform", quoted(a.transform), quoted(b.transform)),
+           differ("layout", a.layout, b.layout),
+           differ("--shards size", std::to_string(a.max_shard_bytes),
+                  std::to_string(b.max_shard_bytes)),
+           differ("labels", std::to_string(a.labels.size()) + " classes",
+                  std::to_string(b.labels.size()) + " classes"),
+       })
+    if (!d.empty()) return d;
+  if (a.labels != b.labels)
+    return "labels: the same number of classes, in another order or named otherwise";
+  return "";
 }
 
 // Places `from` at `to`: an existing identical inode is kept; otherwise a hard link (or a copy)
@@ -59,15 +96,26 @@ void place(const fs::path& from, const fs::path& to) {
 
 struct Input {
   fs::path dir;
+  uint64_t samples = 0;  // as its dataset.json counts them
   std::unique_ptr<IndexReader> reader;
   SampleRecord current;
   bool has = false;
-  void advance() { has = reader->next(current); }
+  uint64_t read = 0;
+  void advance() {
+    has = reader->next(current);
+    read += has ? 1 : 0;
+    if (read > samples || (!has && read < samples))
+      throw Error(Errc::corrupt_data,
+                  (dir / kIndexName).string() + ": " +
+                      (has ? "more samples than" : std::to_string(read) + " samples, not") +
+                      " the " + std::to_string(samples) + " that " + kManifestName +
+                      " counts (a damaged index: convert this part again)");
+  }
 };
 
 }  // namespace
 
-Manifest merge_datasets(const MergeOptions& o) {
+MergeResult merge_datasets(const MergeOptions& o) {
   if (o.inputs.empty()) throw bad("no datasets to merge");
   std::vector<Manifest> manifests;
   for (const auto& dir : o.inputs) {
@@ -84,9 +132,9 @@ Manifest merge_datasets(const MergeOptions& o) {
   std::vector<int> seen(first.shard_count, -1);
   for (size_t i = 0; i < manifests.size(); ++i) {
     const Manifest& m = manifests[i];
-    if (identity(m) != identity(first))
+    if (std::string d = difference(first, m); !d.empty())
       throw bad(o.inputs[i].string() + ": not a shard of the same conversion as " +
-                o.inputs[0].string() + " (source, mix, seed, shard count, layout or transform differ)");
+                o.inputs[0].string() + " (" + d + ")");
     if (seen[m.shard_index] >= 0)
       throw bad(o.inputs[i].string() + ": shard " + std::to_string(m.shard_index) + "/" +
                 std::to_string(m.shard_count) + " is also " +
@@ -129,10 +177,12 @@ Manifest merge_datasets(const MergeOptions& o) {
   std::vector<Input> inputs(o.inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     inputs[i].dir = o.inputs[i];
+    inputs[i].samples = manifests[i].samples;
     inputs[i].reader = std::make_unique<IndexReader>(o.inputs[i] / kIndexName);
     inputs[i].advance();
   }
   AtomicFile index(o.output / kIndexName);
+  ListedLocations listed;
   std::string lines;
   uint64_t last = 0, done = 0;
   for (;;) {
@@ -148,6 +198,7 @@ Manifest merge_datasets(const MergeOptions& o) {
     last = r.ordinal;
     check_location(r.location);
     place(next->dir / r.location, o.output / r.location);
+    listed.add(r.location);
     lines += format_record(r);
     lines += '\n';
     merged.count(r);
@@ -159,10 +210,14 @@ Manifest merge_datasets(const MergeOptions& o) {
     next->advance();
   }
   index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+  const std::vector<fs::path> orphans = orphan_files(o.output, listed);  // from the old index
   index.commit();
+  MergeResult result;
+  result.removed = remove_files(orphans);
   merged.complete = true;
   write_manifest(o.output, merged);
-  return merged;
+  result.manifest = std::move(merged);
+  return result;
 }
 
 }  // namespace dlprep::dataset

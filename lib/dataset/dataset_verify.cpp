@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <new>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/file_io.hpp"
@@ -61,7 +63,10 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m)
     name += "(" + member + ")";
   }
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw differs(name, "missing (sample '" + r.key + "')");
+  fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw differs(name, "missing (sample '" + r.key + "')");
+  // A FIFO would block the open: anything but a file is a difference.
+  if (!fs::is_regular_file(st)) throw differs(name, "not a regular file");
   MappedFile file(path);
   ByteSpan bytes = file.bytes();
   if (r.offset) {
@@ -97,6 +102,63 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m)
                             shape_text(r.shape));
 }
 
+// The totals of dataset.json that differ from the index's, one message each: the samples and
+// bytes of the whole, of each format, and the samples of each class.
+std::vector<std::string> count_differences(const Manifest& index, const Manifest& recorded) {
+  std::vector<std::string> out;
+  auto counts = [](uint64_t samples, uint64_t bytes) {
+    return std::to_string(samples) + " samples of " + std::to_string(bytes) + " bytes";
+  };
+  if (index.samples != recorded.samples || index.bytes != recorded.bytes)
+    out.push_back("the index holds " + counts(index.samples, index.bytes) + ", " + kManifestName +
+                  " records " + counts(recorded.samples, recorded.bytes));
+  std::set<std::string> formats;
+  for (const auto& [f, c] : index.formats) formats.insert(f);
+  for (const auto& [f, c] : recorded.formats) formats.insert(f);
+  for (const auto& f : formats) {
+    auto a = index.formats.count(f) ? index.formats.at(f) : FormatCount{};
+    auto b = recorded.formats.count(f) ? recorded.formats.at(f) : FormatCount{};
+    if (a.samples != b.samples || a.bytes != b.bytes)
+      out.push_back("format " + f + ": the index holds " + counts(a.samples, a.bytes) + ", " +
+                    kManifestName + " records " + counts(b.samples, b.bytes));
+  }
+  auto total = [](const Manifest& m, const std::string& label) {
+    uint64_t n = 0;
+    if (auto it = m.classes.find(label); it != m.classes.end())
+      for (const auto& [format, count] : it->second) n += count;
+    return n;
+  };
+  std::set<std::string> labels;
+  for (const auto& [l, per_format] : index.classes) labels.insert(l);
+  for (const auto& [l, per_format] : recorded.classes) labels.insert(l);
+  for (const auto& l : labels) {
+    auto a = index.classes.count(l) ? index.classes.at(l) : std::map<std::string, uint64_t>{};
+    auto b = recorded.classes.count(l) ? recorded.classes.at(l) : std::map<std::string, uint64_t>{};
+    if (a != b)
+      out.push_back("class '" + l + "': the index holds " + std::to_string(total(index, l)) +
+                    " samples, " + kManifestName + " records " +
+                    std::to_string(total(recorded, l)) +
+                    (total(index, l) == total(recorded, l) ? " (in other formats)" : ""));
+  }
+  return out;
+}
+
+// A tar shard must be whole to its end-of-archive marker: tar, Python's tarfile and WebDataset
+// fail on one cut short, though every sample in it may still check out.
+void check_shard_ends(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return;  // its samples are reported missing
+  MappedFile file(path);
+  tar::TarReader reader(file.bytes());
+  tar::Member member;
+  try {
+    while (reader.next(member)) {
+    }
+  } catch (const Error& e) {
+    throw differs(path.string(), std::string("not a whole tar archive: ") + e.what());
+  }
+}
+
 }  // namespace
 
 VerifyResult verify_dataset(const VerifyOptions& o) {
@@ -110,8 +172,11 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   if (!result.manifest.complete) {
     ++result.dataset_problems;
     report(differs((o.dataset / kManifestName).string(),
-                   "the dataset is incomplete (a conversion was interrupted or failed); rerun "
-                   "convert-dataset"));
+                   "the dataset is incomplete (a conversion or merge was interrupted or failed); "
+                   "rerun the command that made it"));
+    // Interrupted before its first index: nothing more to check.
+    std::error_code ec;
+    if (!fs::exists(o.dataset / kIndexName, ec)) return result;
   }
   IndexReader reader(o.dataset / kIndexName);
   Manifest counted;
@@ -151,13 +216,22 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   result.mismatched = mismatched;
   result.failed = failed;
   const Manifest& m = result.manifest;
-  if (counted.samples != m.samples || counted.bytes != m.bytes ||
-      counted.formats.size() != m.formats.size()) {
+  for (const std::string& d : count_differences(counted, m)) {
     ++result.dataset_problems;
-    report(differs((o.dataset / kIndexName).string(),
-                   std::to_string(counted.samples) + " samples of " +
-                       std::to_string(counted.bytes) + " bytes, " + kManifestName + " records " +
-                       std::to_string(m.samples) + " of " + std::to_string(m.bytes)));
+    report(differs((o.dataset / kIndexName).string(), d));
+  }
+  // Only a complete dataset's shards are finished (an interrupted run's last one is not).
+  if (m.complete) {
+    std::vector<std::string> shard_list(shards.begin(), shards.end());
+    parallel_for(shard_list.size(), o.threads, [&](size_t i) {
+      try {
+        check_shard_ends(o.dataset / shard_list[i]);
+      } catch (const Error& e) {
+        std::lock_guard lock(report_mutex);
+        ++result.dataset_problems;
+        if (o.problem) o.problem(e);
+      }
+    });
   }
   // A file in data/ that the index does not name: left by a killed run or another tool, or
   // copied in by hand. Loaders that list data/ would take it for a sample.
@@ -165,7 +239,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   std::error_code ec;
   const fs::path data = o.dataset / kDataDir;
   for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec) && !it->is_symlink(ec)) continue;
+    if (it->symlink_status(ec).type() == fs::file_type::directory) continue;
     const std::string location =
         (fs::path(kDataDir) / it->path().lexically_relative(data)).string();
     if (std::binary_search(listed.begin(), listed.end(), std::hash<std::string>{}(location)))

@@ -42,6 +42,13 @@ T get(const Json& j, const char* key) {
   }
 }
 
+// An object member of `j` that must be there.
+const Json& member(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
+  return *it;
+}
+
 template <typename T>
 T get_or(const Json& j, const char* key, T fallback) {
   return j.contains(key) ? get<T>(j, key) : fallback;
@@ -110,12 +117,14 @@ bool IndexReader::next(SampleRecord& record) {
   for (;;) {
     if (!std::getline(in_, line)) return false;
     ++line_;
-    if (in_.eof()) return false;  // no newline: the line was never finished
     if (line.empty()) continue;
     try {
       record = parse_record(line);
     } catch (const Error& e) {
-      throw e.with_context(path_.string() + ":" + std::to_string(line_));
+      std::string where = path_.string() + ":" + std::to_string(line_);
+      if (!in_.eof()) throw e.with_context(where);
+      throw Error(e.code(),
+                  where + ": " + e.what() + " (the last line, without its newline: cut off?)");
     }
     return true;
   }
@@ -187,22 +196,22 @@ Manifest manifest_from_json(std::string_view text) {
     m.tool = get_or<std::string>(j, "tool", "");
     m.created = get_or<std::string>(j, "created", "");
     m.complete = get<bool>(j, "complete");
-    const Json& source = j.at("source");
+    const Json& source = member(j, "source");
     m.source_kind = get<std::string>(source, "kind");
     m.source_path = get<std::string>(source, "path");
     m.layout = get_or<std::string>(j, "layout", "files");
     if (m.layout == "tar") {
-      const Json& tar = j.at("tar");
+      const Json& tar = member(j, "tar");
       m.max_shard_bytes = get<uint64_t>(tar, "max_shard_bytes");
       m.shard_files = get<uint64_t>(tar, "shards");
       m.labels = get<std::vector<std::string>>(tar, "labels");
     } else if (m.layout != "files") {
       throw Error(Errc::unsupported, "layout \"" + m.layout + "\" is unknown to this dlprep");
     }
-    for (const Json& t : j.at("mix"))
+    for (const Json& t : member(j, "mix"))
       m.targets.push_back(
           {get<std::string>(t, "format"), get<std::string>(t, "spec"), get<double>(t, "ratio")});
-    const Json& p = j.at("parameters");
+    const Json& p = member(j, "parameters");
     m.seed = get<uint64_t>(p, "seed");
     m.shard_index = get<uint32_t>(p, "shard_index");
     m.shard_count = get<uint32_t>(p, "shard_count");
@@ -212,16 +221,19 @@ Manifest manifest_from_json(std::string_view text) {
     m.samples = get<uint64_t>(j, "samples");
     m.bytes = get<uint64_t>(j, "bytes");
     m.failed = get_or<uint64_t>(j, "failed", 0);
-    for (const auto& [name, c] : j.at("formats").items())
+    for (const auto& [name, c] : member(j, "formats").items())
       m.formats[name] = {get<uint64_t>(c, "samples"), get<uint64_t>(c, "bytes")};
-    for (const auto& [label, per_format] : j.at("classes").items())
+    for (const auto& [label, per_format] : member(j, "classes").items())
       for (const auto& [format, n] : per_format.items()) {
         if (!is_count(n))
           throw corrupt("\"classes\": the count of " + label + "/" + format + " is not an integer");
         m.classes[label][format] = n.get<uint64_t>();
       }
   } catch (const nlohmann::json::exception& e) {
-    throw corrupt(std::string("malformed: ") + e.what());
+    // Without the library's "[json.exception.type_error.302] " prefix.
+    std::string what = e.what();
+    throw corrupt("malformed: " +
+                  what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2));
   }
   if (m.shard_count == 0 || m.shard_index >= m.shard_count) throw corrupt("bad shard numbers");
   return m;

@@ -45,8 +45,9 @@ std::string format_record(const SampleRecord& record);
 /// Parses one line; throws Error(corrupt_data) saying what is missing or malformed.
 SampleRecord parse_record(std::string_view line);
 
-/// Reads samples.jsonl one record at a time. A last line without its newline (a writer killed
-/// mid-line) is ignored, never half-read.
+/// Reads samples.jsonl one record at a time. A last line without its newline is read like the
+/// others (dlprep writes the index whole, by rename, but a hand-edited one may lack it); cut off,
+/// it fails to parse, and says so.
 class IndexReader {
  public:
   /// Throws Error(io) if the file cannot be opened.

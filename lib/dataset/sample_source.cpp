@@ -92,6 +92,14 @@ SampleSource::SampleSource(const fs::path& src) : src_(src) {
                               (ec ? ec.message() : std::string("No such file or directory")));
   if (fs::is_directory(st)) {
     kind_ = is_dataset(src) ? SourceKind::dataset : SourceKind::directory;
+    if (kind_ == SourceKind::dataset) {
+      Manifest m = read_manifest(src);
+      if (!m.complete)
+        throw Error(Errc::corrupt_data,
+                    src.string() + ": an incomplete dataset (its conversion or merge was " +
+                        "interrupted or failed): rerun that first");
+      dataset_samples_ = m.samples;
+    }
     return;
   }
   if (!fs::is_regular_file(st)) {
@@ -110,7 +118,7 @@ SampleSource::SampleSource(const fs::path& src) : src_(src) {
     return;
   }
   throw Error(Errc::invalid_argument,
-              src.string() + ": is an image; SRC must be a directory, a list file or a dataset");
+              src.string() + ": is an image file; give a directory, a list file or a dataset");
 }
 
 void SampleSource::walk(const fs::path& dir, const std::string& relative,
@@ -168,7 +176,9 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
     // shard order, so a hostile index that goes back or overlaps is caught here).
     std::unordered_map<std::string, std::pair<std::optional<uint64_t>, uint64_t>> shards;
     SampleRecord r;
+    uint64_t records = 0;
     while (reader.next(r)) {
+      if (++records > dataset_samples_) break;
       SourceEntry e;
       std::string where = (src_ / kIndexName).string() + ":" + std::to_string(reader.line());
       try {
@@ -211,6 +221,13 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
       e.named = true;
       fn(std::move(e));
     }
+    if (records != dataset_samples_)
+      throw Error(Errc::corrupt_data,
+                  (src_ / kIndexName).string() + ": " +
+                      (records > dataset_samples_ ? "more samples than"
+                                                  : std::to_string(records) + " samples, not") +
+                      " the " + std::to_string(dataset_samples_) + " that " + kManifestName +
+                      " counts (a damaged index)");
     return;
   }
   std::ifstream file;
@@ -235,7 +252,7 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
                     [](char c) { return static_cast<unsigned char>(c) < 0x20 && c != '\t'; }))
       throw Error(Errc::corrupt_data,
                   src_.string() + ":" + std::to_string(number) +
-                      ": control characters in a path: not a list file (SRC must be a " +
+                      ": control characters in a path: not a list file (give a " +
                       "directory, a list file of paths or a dataset)");
     SourceEntry e;
     size_t tab = line.find('\t');

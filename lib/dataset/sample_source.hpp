@@ -64,12 +64,13 @@ std::string key_from_path(const std::filesystem::path& relative);
 /// `PATH[<TAB>LABEL]` per line, relative paths from the list's folder, blank and `#` lines
 /// ignored; also a pipe, whose relative paths are from the working directory). A dataset's index is
 /// checked as it is read: locations inside the dataset, and tar members inside their shard, in
-/// order, never overlapping (Error(corrupt_data) naming the index line). Memory: the walk holds one
-/// sorted listing per directory level, never the whole tree.
+/// order, never overlapping (Error(corrupt_data) naming the index line), and as many records as
+/// its dataset.json counts; an incomplete dataset (its conversion interrupted) is refused. Memory:
+/// the walk holds one sorted listing per directory level, never the whole tree.
 class SampleSource {
  public:
   /// Detects the kind; throws Error(io) if SRC cannot be read, Error(invalid_argument) if it is
-  /// an image file rather than a list.
+  /// an image file rather than a list, Error(corrupt_data) for an incomplete dataset.
   explicit SampleSource(const std::filesystem::path& src);
   SourceKind kind() const { return kind_; }
   const std::filesystem::path& path() const { return src_; }
@@ -86,6 +87,7 @@ class SampleSource {
   std::filesystem::path src_;
   std::filesystem::path exclude_;
   SourceKind kind_ = SourceKind::directory;
+  uint64_t dataset_samples_ = 0;  // a dataset's, as its dataset.json counts them
   // A list that can be read only once (a pipe): read whole by the constructor.
   std::optional<std::string> list_bytes_;
 };

@@ -44,12 +44,19 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   for (const auto& t : m.targets)
     mix += (mix.empty() ? "" : ", ") + t.spec + " " + format_fixed(100.0 * t.ratio, 1) + "%";
   std::cout << "dataset:  " << o.dataset
-            << (m.complete ? "" : " (incomplete: rerun convert-dataset)")
+            << (m.complete ? "" : " (incomplete: rerun the conversion or merge that made it)")
             << "\nsource:   " << m.source_path << " (" << m.source_kind << ")"
             << "\nmix:      " << mix << ", seed " << m.seed;
   if (m.shard_count > 1) std::cout << ", shard " << m.shard_index << "/" << m.shard_count;
-  std::cout << "\nsamples:  " << m.samples << " in " << m.classes.size()
-            << (m.classes.size() == 1 ? " class" : " classes") << ", " << format_bytes(m.bytes);
+  // Samples without a label are counted in classes[""], which is no class.
+  uint64_t unlabelled = 0;
+  if (auto it = m.classes.find(""); it != m.classes.end())
+    for (const auto& [format, n] : it->second) unlabelled += n;
+  size_t classes = m.classes.size() - m.classes.count("");
+  std::cout << "\nsamples:  " << m.samples << " in " << classes
+            << (classes == 1 ? " class" : " classes");
+  if (unlabelled > 0) std::cout << " (" << unlabelled << " without a label)";
+  std::cout << ", " << format_bytes(m.bytes);
   if (m.failed > 0) std::cout << " (" << m.failed << " source samples failed and were skipped)";
   if (m.layout == "tar")
     std::cout << "\nlayout:   tar, " << m.shard_files << (m.shard_files == 1 ? " shard" : " shards")
@@ -132,18 +139,21 @@ int run_merge(const DatasetOptions& o, const Globals& globals) {
   Progress progress(globals, "dataset merge", 0, "samples");
   if (progress.enabled())
     m.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
-  dataset::Manifest merged = dataset::merge_datasets(m);
+  dataset::MergeResult result = dataset::merge_datasets(m);
+  const dataset::Manifest& merged = result.manifest;
   progress.finish();
   if (globals.json) {
-    Json doc = {{"schema", "dlprep.dataset-merge/1"},
-                {"output", o.output},
-                {"inputs", o.inputs},
-                {"samples", merged.samples},
-                {"bytes", merged.bytes}};
+    Json doc = {
+        {"schema", "dlprep.dataset-merge/1"}, {"output", o.output},    {"inputs", o.inputs},
+        {"samples", merged.samples},          {"bytes", merged.bytes}, {"removed", result.removed}};
     print_json(doc);
   } else {
+    std::string removed = result.removed > 0
+                              ? ", " + std::to_string(result.removed) +
+                                    " files of its previous merge removed (no longer in the parts)"
+                              : "";
     print_note(globals, "dataset merge: " + std::to_string(o.inputs.size()) + " shards, " +
-                            std::to_string(merged.samples) + " samples into " + o.output);
+                            std::to_string(merged.samples) + " samples into " + o.output + removed);
   }
   return kExitOk;
 }
@@ -199,7 +209,8 @@ Action add_dataset_command(CLI::App& app) {
       "Every shard 0..N-1 of one conversion (same SRC, mix and seed) must be given, each\n"
       "complete. Their indices are merged in source order, so OUT equals what one unsharded run\n"
       "would have written; data files (or tar shards) are hard-linked into OUT (copied across\n"
-      "file systems).\n"
+      "file systems). A merge into an earlier merge's OUT removes the data files its new index\n"
+      "does not name. Parts that do not belong together are refused with what differs.\n"
       "\n"
       "Examples:\n"
       "  # a Slurm array of 8 tasks, then one merge\n"

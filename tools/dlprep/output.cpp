@@ -130,6 +130,17 @@ void print_json(const Json& document) {
   std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
 }
 
+namespace {
+
+// Terminal columns of a cell: its UTF-8 characters (not bytes, so that "große" lines up).
+size_t columns_of(const std::string& cell) {
+  return static_cast<size_t>(std::count_if(cell.begin(), cell.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+}  // namespace
+
 void Table::print() const {
   size_t columns = header_.size();
   for (const auto& row : rows_) columns = std::max(columns, row.size());
@@ -145,16 +156,16 @@ void Table::print() const {
       if (!std::isdigit(static_cast<unsigned char>(cell[i])) && cell[i] != '.') return false;
     return true;
   };
-  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  for (size_t i = 0; i < header_.size(); ++i) width[i] = columns_of(header_[i]);
   for (const auto& row : rows_)
     for (size_t i = 0; i < row.size(); ++i) {
-      width[i] = std::max(width[i], row[i].size());
+      width[i] = std::max(width[i], columns_of(row[i]));
       if (!row[i].empty() && !is_number(row[i])) numeric[i] = false;
     }
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
-      size_t pad = width[i] - row[i].size();
+      size_t pad = width[i] - columns_of(row[i]);
       if (i > 0) line += "  ";
       if (numeric[i]) line.append(pad, ' ');
       line.append(row[i]);

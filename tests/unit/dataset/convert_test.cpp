@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -245,12 +246,12 @@ TEST_CASE("shards merge into exactly the unsharded dataset") {
   }
   CHECK(total == 14);
   std::reverse(m.inputs.begin(), m.inputs.end());
-  Manifest merged = merge_datasets(m);
+  Manifest merged = merge_datasets(m).manifest;
   CHECK(merged.samples == 14);
   CHECK(slurp(root / "merged" / kIndexName) == slurp(root / "all" / kIndexName));
   CHECK(verify(root / "merged").ok == 14);
   // Merging again is idempotent; an incomplete set of shards is refused.
-  CHECK(merge_datasets(m).samples == 14);
+  CHECK(merge_datasets(m).manifest.samples == 14);
   m.inputs.pop_back();
   m.output = root / "merged2";
   CHECK_THROWS_AS(merge_datasets(m), Error);
@@ -583,7 +584,7 @@ TEST_CASE("tar parts merge into the unsharded samples; a tar dataset is a source
     CHECK(fs::exists(o.destination / "data" / ("part-" + std::to_string(k) + "-of-3-000000.tar")));
     m.inputs.push_back(o.destination);
   }
-  Manifest merged = merge_datasets(m);
+  Manifest merged = merge_datasets(m).manifest;
   CHECK(merged.samples == 14);
   CHECK(merged.layout == "tar");
   CHECK(records_without_location(root / "merged" / kIndexName) ==
@@ -667,4 +668,188 @@ TEST_CASE("a hostile tar index is corrupt data naming its line, never a crash") 
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("shard-000000.tar(") != std::string::npos);
   CHECK(warnings[0].find("is for") != std::string::npos);
+}
+
+namespace {
+
+// Three --shard K/3 parts of `src`, made with `make(src, dst)`, and merge options for them.
+MergeOptions parts_of(const fs::path& src, const fs::path& root, const std::string& prefix,
+                      uint32_t count, const std::function<ConvertOptions(fs::path)>& make) {
+  MergeOptions m;
+  m.tool = "dlprep test";
+  for (uint32_t k = 0; k < count; ++k) {
+    ConvertOptions o = make(root / (prefix + std::to_string(k)));
+    o.shard_index = k;
+    o.shard_count = count;
+    convert_dataset(o);
+    m.inputs.push_back(o.destination);
+  }
+  return m;
+}
+
+std::vector<std::string> problems_of(const fs::path& dataset) {
+  std::vector<std::string> problems;
+  VerifyOptions v;
+  v.dataset = dataset;
+  v.threads = 2;
+  v.problem = [&](const Error& e) { problems.push_back(e.what()); };
+  verify_dataset(v);
+  return problems;
+}
+
+bool any_contains(const std::vector<std::string>& texts, const std::string& part) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [&](const std::string& t) { return t.find(part) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("a merge into an earlier merge's output removes the files its new index does not name") {
+  fs::path root = scratch("remerge");
+  fs::path src = make_tree(root);
+  auto files = [&](const fs::path& dst) { return options(src, dst, "bmp"); };
+  MergeOptions m = parts_of(src, root, "part", 3, files);
+  m.output = root / "merged";
+  CHECK(merge_datasets(m).removed == 0);
+  REQUIRE(fs::exists(m.output / "data" / "alpha" / "autumn_320x240.bmp"));
+  fs::remove(src / "alpha" / "autumn_320x240.png");
+  m = parts_of(src, root, "part", 3, files);
+  m.output = root / "merged";
+  MergeResult again = merge_datasets(m);
+  CHECK(again.removed == 1);
+  CHECK(again.manifest.samples == 13);
+  CHECK_FALSE(fs::exists(m.output / "data" / "alpha" / "autumn_320x240.bmp"));
+  CHECK(problems_of(m.output).empty());
+
+  // Tar parts: a merge of 2 parts into the output of a merge of 3 leaves no part-K-of-3 shard,
+  // which a loader globbing data/*.tar would read twice over.
+  auto tar = [&](const fs::path& dst) { return tar_options(src, dst, "bmp", 300000); };
+  MergeOptions three = parts_of(src, root, "three", 3, tar);
+  three.output = root / "tar-merged";
+  merge_datasets(three);
+  MergeOptions two = parts_of(src, root, "two", 2, tar);
+  two.output = root / "tar-merged";
+  MergeResult r = merge_datasets(two);
+  CHECK(r.removed >= 3);
+  for (const auto& e : fs::directory_iterator(two.output / "data"))
+    CHECK_MESSAGE(e.path().filename().string().find("-of-3-") == std::string::npos, e.path());
+  CHECK(problems_of(two.output).empty());
+  CHECK(verify(two.output).ok == 13);
+}
+
+TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs between parts") {
+  fs::path root = scratch("merge-identity");
+  fs::path src = make_tree(root);
+  ConvertOptions a = options(src, root / "a", "png");
+  a.shard_count = 2;
+  convert_dataset(a);
+  ConvertOptions b = options(src.string() + "/", root / "b", "png");
+  b.shard_index = 1;
+  b.shard_count = 2;
+  convert_dataset(b);
+  MergeOptions m;
+  m.tool = "dlprep test";
+  m.inputs = {a.destination, b.destination};
+  m.output = root / "merged";
+  CHECK(merge_datasets(m).manifest.samples == 14);
+
+  ConvertOptions c = options(src, root / "c", "png");
+  c.shard_index = 1;
+  c.shard_count = 2;
+  c.seed = 7;
+  convert_dataset(c);
+  m.inputs = {a.destination, c.destination};
+  m.output = root / "merged2";
+  try {
+    merge_datasets(m);
+    FAIL("parts of two seeds were merged");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::invalid_argument);
+    CHECK(std::string(e.what()).find("(seed: 0 vs 7)") != std::string::npos);
+  }
+}
+
+TEST_CASE("an index whose record count is not its dataset.json's is refused by merge and convert") {
+  fs::path root = scratch("index-count");
+  fs::path src = make_tree(root);
+  MergeOptions m =
+      parts_of(src, root, "part", 2, [&](const fs::path& d) { return options(src, d, "png"); });
+  // A last line without its newline is still a record: the merge is whole.
+  fs::path index = m.inputs[1] / kIndexName;
+  std::string text = slurp(index);
+  std::ofstream(index, std::ios::binary) << text.substr(0, text.size() - 1);
+  m.output = root / "merged";
+  CHECK(merge_datasets(m).manifest.samples == 14);
+  CHECK(convert_dataset(options(m.inputs[1], root / "copy", "png")).manifest.samples ==
+        read_manifest(m.inputs[1]).samples);
+  // Its last record gone, the part is damaged: neither a merge nor a conversion takes it.
+  std::ofstream(index, std::ios::binary) << text.substr(0, text.rfind('\n', text.size() - 2) + 1);
+  m.output = root / "merged2";
+  for (auto run : std::vector<std::function<void()>>{
+           [&] { merge_datasets(m); },
+           [&] { convert_dataset(options(m.inputs[1], root / "copy2", "png")); }}) {
+    try {
+      run();
+      FAIL("a short index was taken");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::corrupt_data);
+      CHECK(std::string(e.what()).find("dataset.json counts") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("an incomplete dataset is no source; verify reports it even before its first index") {
+  fs::path root = scratch("incomplete");
+  fs::path src = make_tree(root);
+  fs::path ds = root / "ds";
+  convert_dataset(options(src, ds, "png"));
+  Manifest m = read_manifest(ds);
+  m.complete = false;
+  write_manifest(ds, m);
+  CHECK_THROWS_AS(convert_dataset(options(ds, root / "out", "bmp")), Error);
+  fs::remove(ds / kIndexName);
+  VerifyResult r = verify(ds);
+  CHECK(r.dataset_problems == 1);
+  CHECK(r.samples == 0);
+  CHECK(any_contains(problems_of(ds), "incomplete"));
+}
+
+TEST_CASE("verify compares the per-format and per-class totals, and finds a shard cut short") {
+  fs::path root = scratch("verify-totals");
+  fs::path src = make_tree(root);
+  fs::path ds = root / "ds";
+  convert_dataset(options(src, ds, "png"));
+  std::string text = slurp(ds / kIndexName);
+  size_t at = text.find("\"label\":\"alpha\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 15, "\"label\":\"zebra\"");
+  std::ofstream(ds / kIndexName, std::ios::binary) << text;
+  auto problems = problems_of(ds);
+  CHECK(any_contains(problems, "class 'zebra': the index holds 1 samples, dataset.json records 0"));
+  CHECK(any_contains(problems, "class 'alpha'"));
+
+  fs::path tar = root / "tar";
+  convert_dataset(tar_options(src, tar, "png", 1 << 30));
+  fs::path shard = tar / "data" / "shard-000000.tar";
+  REQUIRE(fs::exists(shard));
+  fs::resize_file(shard, fs::file_size(shard) - 1500);  // the end-of-archive and a padding
+  problems = problems_of(tar);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].find("not a whole tar archive") != std::string::npos);
+}
+
+TEST_CASE("verify reports a FIFO in data/ without opening it") {
+  fs::path root = scratch("verify-fifo");
+  fs::path src = make_tree(root);
+  fs::path ds = root / "ds";
+  convert_dataset(options(src, ds, "png"));
+  fs::path file = ds / "data" / "alpha" / "autumn_320x240.png";
+  REQUIRE(fs::exists(file));
+  fs::remove(file);
+  REQUIRE(::mkfifo(file.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo((ds / "data" / "stray").c_str(), 0600) == 0);
+  VerifyResult r = verify(ds);
+  CHECK(r.mismatched == 1);
+  CHECK(r.dataset_problems == 1);
+  CHECK(any_contains(problems_of(ds), "not a regular file"));
 }

@@ -1,0 +1,34 @@
+// The data files an earlier index of a dataset named and its new index does not: convert-dataset
+// and dataset merge remove them once the new index is in place, so that data/ holds the dataset
+// and nothing else (a loader that lists data/, or globs its tar shards, sees this run's files).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace dlprep::dataset {
+
+/// The locations (a file, or a tar shard) a new index names, as location_hash values: 8 bytes a
+/// sample, for indices of millions.
+class ListedLocations {
+ public:
+  void add(std::string_view location);
+  bool contains(std::string_view location) const;
+
+ private:
+  std::unordered_set<uint64_t> hashes_;
+};
+
+/// The files that DIR/samples.jsonl (the index about to be replaced) names and `listed` does not,
+/// each once. Only plain locations under DIR/data/ are returned, whatever the old index says
+/// (links resolved); an old index that cannot be read gives none.
+std::vector<std::filesystem::path> orphan_files(const std::filesystem::path& dataset_dir,
+                                                const ListedLocations& listed);
+
+/// Removes the files (already gone: not counted); returns how many it removed.
+uint64_t remove_files(const std::vector<std::filesystem::path>& files);
+
+}  // namespace dlprep::dataset

@@ -61,7 +61,7 @@ std::vector<JpegBenchRow> run_nvjpeg_bench(std::span<const ByteSpan> jpegs,
                                            std::span<const Image> originals,
                                            const BatchBenchParams& params, std::string* note) {
   const std::string reason = nvjpeg_unavailable_reason();
-  if (!reason.empty()) throw Error(Errc::device_unavailable, "nvjpeg: " + reason);
+  if (!reason.empty()) throw Error(Errc::device_unavailable, reason);
 #if DLPREP_L3_WITH_NVJPEG
   return run_nvjpeg_bench_cuda(jpegs, originals, params, note);
 #else

@@ -93,7 +93,9 @@ Layout parse(ByteSpan file, const detail::Kernels& k) {
                       ? "truncated: " + std::to_string(file.size()) + " bytes, header says " +
                             std::to_string(info.file_bytes)
                       : std::to_string(file.size() - info.file_bytes) +
-                            " bytes of trailing data after the end the header gives");
+                            (file.size() - info.file_bytes == 1 ? " byte" : " bytes") +
+                            " of trailing data after the " + std::to_string(info.file_bytes) +
+                            " bytes the header gives");
 
   l.patches_x = (info.shape.width + info.patch - 1) >> l.log2;
   l.patches_y = (info.shape.height + info.patch - 1) >> l.log2;

@@ -65,10 +65,11 @@ std::string details(const Json& j) {
 }
 
 int run_info(const InfoOptions& options, const Globals& globals) {
-  // Named files are all reported (errors included); directories list the images inside them.
+  // Named files are all reported (errors included); directories list the images inside them,
+  // those in formats dlprep does not read too (an error naming the format, as encode gives).
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
-      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs);
+      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true);
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
   int code = kExitOk;

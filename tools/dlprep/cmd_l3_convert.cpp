@@ -128,6 +128,7 @@ class Converter {
 
  private:
   void convert_one(const InputFile& input, Outcome& outcome, unsigned threads);
+  bool has_requested_patch(const std::filesystem::path& output) const;
   Image decode_on_device(ByteSpan file);
   // Claims an output path; two inputs writing the same output is an error for the second.
   void claim(const fs::path& output, const InputFile& input);
@@ -179,7 +180,7 @@ int Converter::run() {
     throw Error(Errc::invalid_argument,
                 "--json cannot be used with -o - (standard output carries the image)");
   if (!encoding) target_ = decode_target(options_, *plan_);
-  if (!encoding && options_.device != "cpu") {
+  if (!encoding) {  // also for --device cpu: DLPREP_FORCE_DEVICE may override it
     // Before any file: an unavailable device is one clear error (exit 77), not one per file.
     device_decoder_ = l3::make_batch_decoder(l3::parse_decode_device(options_.device));
     if (device_decoder_->device_name() == "cpu") device_decoder_.reset();
@@ -235,6 +236,19 @@ void Converter::claim(const fs::path& output, const InputFile& input) {
                                             it->second.string() + "; skipped");
 }
 
+// An L3 output newer than its input is still stale when it was made with another patch size
+// (`--patch 8` after a default encode): reading its header is enough to tell.
+bool Converter::has_requested_patch(const std::filesystem::path& output) const {
+  try {
+    MappedFile file(output);
+    l3::FileInfo info = l3::inspect(file.bytes());
+    uint32_t want = patch_ != 0 ? patch_ : l3::auto_patch_size(info.shape.width, info.shape.height);
+    return info.patch == want;
+  } catch (const Error&) {
+    return false;  // unreadable: converted again
+  }
+}
+
 void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned threads) {
   bool encoding = direction_ == Direction::encode;
   std::unique_ptr<MappedFile> file;
@@ -249,8 +263,16 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
   claim(outcome.output, input);
+  // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
+  // --force, the original would be replaced by its conversion).
+  std::error_code ec;
+  if (input.path != "-" && outcome.output != "-" &&
+      std::filesystem::equivalent(input.path, outcome.output, ec))
+    throw Error(Errc::invalid_argument,
+                "the output " + display_path(outcome.output) + " is the input file itself");
   if (!options_.force && input.path != "-" && outcome.output != "-" &&
-      is_up_to_date(outcome.output, {input.path})) {
+      is_up_to_date(outcome.output, {input.path}) &&
+      (!encoding || has_requested_patch(outcome.output))) {
     outcome.status = Outcome::skipped;
     return;
   }
@@ -395,10 +417,10 @@ Action add_l3_encode_command(CLI::App& l3) {
       "input trees, with the extension .l3) when it exists, ends in '/', or there are several\n"
       "inputs. --patch auto picks 32 up to HD (1280x720 pixels), 64 up to FHD, 128 above.\n"
       "\n"
-      "Each output is written to a temporary file and renamed; an output newer than its input is\n"
-      "skipped unless --force. Files are encoded in parallel (-j); a single file uses the threads\n"
-      "over its patches. A file that fails is reported, the others go on, and the exit status\n"
-      "is 1.\n"
+      "Each output is written to a temporary file and renamed; an output newer than its input,\n"
+      "with the requested patch size, is skipped unless --force. Files are encoded in parallel\n"
+      "(-j); a single file uses the threads over its patches. A file that fails is reported, the\n"
+      "others go on, and the exit status is 1.\n"
       "\n"
       "Examples:\n"
       "  dlprep l3 encode photo.png -o photo.l3\n"

@@ -136,7 +136,9 @@ struct Pairing {
 
 Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against) {
   std::map<std::filesystem::path, std::vector<std::filesystem::path>> by_key;
-  for (const auto& c : collect_inputs({against}, [](const image::Codec&) { return true; }))
+  // The originals are what encode takes from the tree: every image but the L3 files.
+  for (const auto& c :
+       collect_inputs({against}, [](const image::Codec& c) { return c.name() != "l3"; }))
     by_key[std::filesystem::path(c.relative).replace_extension()].push_back(c.path);
   Pairing p;
   p.originals.resize(inputs.size());

@@ -47,10 +47,15 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
     for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+      // Hidden names (.cache/, .ipynb_checkpoints/, the temp files of an interrupted run) are
+      // never inputs, as in convert-dataset's walk.
+      if (it->path().filename().string().starts_with(".")) {
+        std::error_code dir_ec;
+        if (it->is_directory(dir_ec)) it.disable_recursion_pending();
+        continue;
+      }
       std::error_code file_ec;
       if (!it->is_regular_file(file_ec)) continue;
-      // Temp files of an interrupted run (".name.tmp.XXXXXX") are never inputs.
-      if (it->path().filename().string().starts_with(".")) continue;
       const std::string head = head_of(it->path());
       const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
       const bool kept = codec ? keep(*codec)
@@ -72,9 +77,12 @@ OutputPlan::OutputPlan(const fs::path& out, const std::vector<InputFile>& inputs
       inputs.size() > 1 || std::any_of(inputs.begin(), inputs.end(),
                                        [](const InputFile& f) { return !f.relative.empty(); });
   if (out == "-") {
-    if (several)
+    if (inputs.size() > 1)
       throw Error(Errc::invalid_argument, "-o -: standard output takes one image, but " +
                                               std::to_string(inputs.size()) + " inputs were given");
+    if (several)
+      throw Error(Errc::invalid_argument,
+                  "-o -: standard output takes one image named as a file, not a directory's");
     return;
   }
   std::error_code ec;

@@ -10,3 +10,12 @@ if [ -n "$png" ]; then
   cp "$png" fake.l3
   dlprep --json info fake.l3 | json_check 'd["files"][0]["format"] == "png"'
 fi
+
+# In a walked folder, an image in a format dlprep does not read is reported with its format
+# (exit 1), as l3 encode fails it: an audit with `info` does not pass what encode then refuses.
+mkdir -p mixed
+make_pnm mixed/a.ppm 5 4 3 1
+printf 'GIF89a\001\000\001\000\000\000\000;' >mixed/b.gif
+expect_exit 1 dlprep info mixed >table.txt 2>err.txt
+grep -q 'mixed/b.gif: a GIF image: not a format dlprep reads' err.txt || fail "$(cat err.txt)"
+grep -q 'mixed/a.ppm' table.txt || fail "the readable image is not listed: $(cat table.txt)"

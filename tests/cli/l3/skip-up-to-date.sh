@@ -15,3 +15,32 @@ grep -q '^l3 encode: 2 files encoded' err4.txt || fail "--force: $(cat err4.txt)
 dlprep l3 decode out -o back 2>/dev/null
 dlprep l3 decode out -o back 2>err5.txt
 grep -q 'skipped 2 up to date' err5.txt || fail "decode rerun: $(cat err5.txt)"
+
+# An output that is its input (`-o $<`): an error for that file, never "up to date", and never
+# written over the input, with --force either.
+cp a.ppm same.ppm
+expect_exit 1 dlprep l3 encode same.ppm -o same.ppm 2>err6.txt
+grep -q 'same.ppm: the output same.ppm is the input file itself' err6.txt || fail "$(cat err6.txt)"
+expect_exit 1 dlprep l3 encode --force same.ppm -o same.ppm 2>/dev/null
+cmp a.ppm same.ppm || fail "--force wrote over the input"
+cp out/a.l3 same.l3
+expect_exit 1 dlprep l3 decode --force same.l3 -o same.l3 2>/dev/null
+cmp out/a.l3 same.l3 || fail "decode --force wrote over the input"
+
+# Hidden folders (.cache/, .ipynb_checkpoints/) are no inputs, as hidden files are not.
+mkdir -p tree/cls tree/.cache
+cp a.ppm tree/cls/x.ppm
+cp a.ppm tree/.cache/thumb.ppm
+cp a.ppm tree/cls/.y.ppm
+dlprep -q l3 encode tree -o tree-l3
+[ "$(cd tree-l3 && find . -type f | sort)" = "./cls/x.l3" ] || fail "$(find tree-l3 -type f)"
+[ "$(dlprep --json info tree | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["files"]))')" = 1 ] \
+  || fail "info listed a hidden file"
+
+# Another --patch makes an existing L3 file stale, however new it is.
+dlprep -q l3 encode a.ppm -o p.l3
+dlprep l3 encode a.ppm -o p.l3 --patch 8 2>err7.txt
+grep -q '^l3 encode: 1 file encoded' err7.txt || fail "--patch 8 after auto: $(cat err7.txt)"
+dlprep --json info p.l3 | json_check 'd["files"][0]["l3"]["patch"] == 8'
+dlprep l3 encode a.ppm -o p.l3 --patch 8 2>err8.txt
+grep -q 'skipped 1 up to date' err8.txt || fail "same --patch rerun: $(cat err8.txt)"

@@ -44,3 +44,7 @@ rm in/top.pgm
 # A directory of originals needs one directory to verify.
 expect_exit 2 dlprep l3 verify out/top.l3 --against in
 dlprep -q l3 verify out --against in
+
+# An L3 file among the originals is not one (l3 encode skips it too).
+cp out/top.l3 in/sub/already.l3
+dlprep -q l3 verify out --against in || fail "an L3 file under the originals was taken for one"

@@ -66,6 +66,12 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
   Stopwatch encode_watch;
   parallel_for(sample.size(), threads, [&](size_t i) {
     const SampleImage& s = sample[i];
+    // What convert-dataset refuses (webp and gray images) is no candidate for this dataset.
+    if (!codec->round_trips(s.image.channels()))
+      throw Error(Errc::unsupported, s.path.string() + " as " + target.text + ": " +
+                                         std::string(codec->name()) + " cannot store " +
+                                         std::to_string(s.image.channels()) +
+                                         "-channel images (choose another format)");
     if (s.source_format == out.cost.format && !target.has_options) {
       out.files[i] = s.source_bytes;  // convert-dataset copies such a file byte for byte
     } else {
@@ -85,7 +91,8 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
     // Untimed check first: a figure is only reported for output that is right.
     Image decoded = codec->decode(file);
     const Image& ref = sample[i].image;
-    if (codec->lossless() && codec->round_trips(ref.channels()) &&
+    // Lossy settings (jpeg, webp:QUALITY) are not expected to give the pixels back.
+    if (codec->lossless() && target.options.lossless &&
         (!(decoded.shape() == ref.shape()) ||
          std::memcmp(decoded.data(), ref.data(), ref.size_bytes()) != 0))
       throw Error(Errc::internal, sample[i].path.string() + ": " + target.text +

@@ -20,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Most reads in one measured pass (a bound on its list, whatever rate was predicted); at least
+// one per sample image (--sample is at most 100,000).
+constexpr size_t kMaxPassImages = 1000000;
+
 // The pass of a mix: `count` reads of sample files, image k % n, formats dealt out so that each
 // gets its share exactly (largest remainder), then shuffled with a fixed seed so that no image is
 // tied to one format.
@@ -192,7 +196,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   auto measure_mix = [&](const std::vector<double>& ratios, double predicted) {
     size_t n = report.sample_images;
     double want = std::isfinite(predicted) ? predicted * o.pass_seconds : 0;
-    size_t count = std::clamp<size_t>(static_cast<size_t>(want), n, 200 * n);
+    size_t count = static_cast<size_t>(std::clamp(want, double(n), double(kMaxPassImages)));
     std::vector<PassItem> items = pass_items(stored, probed, ratios, count);
     TimingParams params;
     params.warmup = 0;
@@ -221,6 +225,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
     Stopwatch w;
     step("verify", 0, 1);
     report.measured = measure_mix(report.mix, report.predicted.images_per_s);
+    step("verify", 1, 1);
     // Closing the loop on a shared machine: the probes count CPU time, so they assume the -j
     // workers get whole cores. If the pass fell short while the storage was not saturated, the
     // decoders were the limit, and the cores they really got (their CPU seconds over the wall
@@ -243,6 +248,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
       if (moved > 0.02) {
         step("verify", 1, 2);
         MeasuredThroughput second = measure_mix(report.mix, report.predicted.images_per_s);
+        step("verify", 2, 2);
         if (second.images_per_s >= first.images_per_s) {
           report.measured = second;
         } else {
@@ -265,6 +271,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
       report.sweep[k].measured_images_per_s =
           measure_mix(ratios, report.sweep[k].predicted.images_per_s).images_per_s;
     }
+    step("sweep", report.sweep.size(), report.sweep.size());
     report.sweep_seconds = w.seconds();
   }
   report.total_seconds = total_watch.seconds();

@@ -1,6 +1,7 @@
 // The profile-mix report: JSON in and out, and the human table.
 #include "profile/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -265,21 +266,23 @@ std::string read_report_mix(const std::filesystem::path& path) {
 
 std::string report_table(const ProfileReport& r) {
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-10s %14s %18s %16s %8s\n", "format", "bytes/image",
+  char line[512];
+  int width = 10;  // the format column, wide enough for the longest spec ("webp:lossless")
+  for (const FormatCost& c : r.formats) width = std::max(width, static_cast<int>(c.spec.size()));
+  std::snprintf(line, sizeof line, "%-*s %14s %18s %16s %8s\n", width, "format", "bytes/image",
                 "decode ms/image", "img/s per core", "share");
   out += line;
   for (size_t i = 0; i < r.formats.size(); ++i) {
     const FormatCost& c = r.formats[i];
     double share = i < r.mix.size() ? r.mix[i] : 0;
-    std::snprintf(line, sizeof line, "%-10s %14.0f %18.3f %16.1f %8s\n", c.spec.c_str(),
+    std::snprintf(line, sizeof line, "%-*s %14.0f %18.3f %16.1f %8s\n", width, c.spec.c_str(),
                   c.bytes_per_image, c.decode_cpu_s_per_image * 1e3,
                   c.decode_cpu_s_per_image > 0 ? 1 / c.decode_cpu_s_per_image : 0.0,
                   fixed(share, 3).c_str());
     out += line;
   }
   out += "\nstorage: " + fixed(r.resources.storage_bytes_per_s / 1e6, 1) + " MB/s (" +
-         r.storage_source + ", reads via " + r.reader + ")";
+         r.storage_source + (r.reader == "none" ? "" : ", the pass read via " + r.reader) + ")";
   out += "; decode workers: " + std::to_string(r.jobs);
   if (r.decode_workers_source == "measured")
     out += " (re-solved with the " + fixed(r.resources.decode_workers, 2) +
@@ -305,10 +308,16 @@ std::string report_table(const ProfileReport& r) {
   bool measured_sweep = false;
   for (const SweepPoint& p : r.sweep) measured_sweep |= p.measured_images_per_s >= 0;
   if (measured_sweep && r.formats.size() >= 2) {
-    out += "\nsweep " + r.formats[r.sweep_a].spec + ":" + r.formats[r.sweep_b].spec +
-           "   predicted img/s   measured img/s\n";
+    const std::string title =
+        "sweep " + r.formats[r.sweep_a].spec + ":" + r.formats[r.sweep_b].spec;
+    const int first = static_cast<int>(title.size());
+    std::snprintf(line, sizeof line, "\n%s %17s %16s\n", title.c_str(), "predicted img/s",
+                  "measured img/s");
+    out += line;
     for (const SweepPoint& p : r.sweep) {
-      std::snprintf(line, sizeof line, "  %.1f:%.1f %20.1f %16.1f\n", p.ratio_a, 1 - p.ratio_a,
+      char share[32];
+      std::snprintf(share, sizeof share, "%.1f:%.1f", p.ratio_a, 1 - p.ratio_a);
+      std::snprintf(line, sizeof line, "%*s %17.1f %16.1f\n", first, share,
                     p.predicted.images_per_s, p.measured_images_per_s);
       out += line;
     }

@@ -13,6 +13,7 @@
 #include "core/limits.hpp"
 #include "dataset/convert.hpp"
 #include "dataset/tar_shards.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 #include "profile/report.hpp"
 #include "version.hpp"

@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "core/error.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 #include "tabular/criteo_preprocess.hpp"
 
@@ -293,7 +294,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_option("--chunk-mb", c->chunk_mb,
                   "input MiB decoded per step (bounds memory); 0: 16 on the cpu, 64 on cuda")
       ->type_name("N")
-      ->check(CLI::Range(0, 4096).description(""))
+      ->check(number_in(0, 4096, true))
       ->capture_default_str();
   cmd->footer(
       "Per column, the values get contiguous IDs in order of first appearance (vocabularies\n"

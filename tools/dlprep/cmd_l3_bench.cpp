@@ -17,6 +17,7 @@
 #include "image/codec.hpp"
 #include "image/codec_bench.hpp"
 #include "inputs.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 
 namespace dlprep::cli {
@@ -58,9 +59,16 @@ std::string mb_s(double value) { return format_fixed(value, value < 100 ? 1 : 0)
 std::string times(double value) { return value > 0 ? format_fixed(value, 2) + "x" : "-"; }
 
 void print_table(const image::CodecBenchReport& report) {
+  // --max-seconds stops repeating early: say so when a measurement had fewer runs.
+  unsigned fewest = report.repeats;
+  for (const auto& row : report.rows)
+    for (unsigned runs : {row.encode_runs, row.decode_runs})
+      if (runs > 0) fewest = std::min(fewest, runs);
   std::cout << "l3 bench: " << report.images << (report.images == 1 ? " image, " : " images, ")
-            << format_bytes(report.raw_bytes) << " raw; median of " << report.repeats
-            << " runs after " << report.warmup << " warm-up; MB/s of raw pixels\n";
+            << format_bytes(report.raw_bytes) << " raw; median of "
+            << (fewest < report.repeats ? "up to " : "") << report.repeats << " runs";
+  if (fewest < report.repeats) std::cout << " (as few as " << fewest << " under --max-seconds)";
+  std::cout << " after " << report.warmup << " warm-up; MB/s of raw pixels\n";
   bool vs_png = !report.size_reference.empty();
   std::vector<std::string> header = {"codec", "threads", "ratio"};
   if (vs_png) header.push_back("size/" + report.size_reference);
@@ -292,13 +300,13 @@ Action add_l3_bench_command(CLI::App& l3) {
   cmd->add_option("--repeats", options->repeats, "timed runs per measurement")
       ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1000u).description(""));
+      ->check(number_in(1, 1000, true));
   cmd->add_option("--threads", options->threads, "thread counts (default: 1,J with J from -j)")
       ->type_name("LIST");
   cmd->add_option("--max-seconds", options->max_seconds, "cap on timed runs per measurement")
       ->type_name("S")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber.description(""));
+      ->check(not_negative_number());
   cmd->add_option("--device", options->device,
                   "batch-decoder benchmark on cpu, cuda, or auto (cuda when present)")
       ->type_name("DEVICE")
@@ -314,7 +322,7 @@ Action add_l3_bench_command(CLI::App& l3) {
   cmd->add_option("--depth", options->depth, "batches in flight in the end-to-end pipeline")
       ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 16u).description(""));
+      ->check(number_in(1, 16, true));
   cmd->footer(
       "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"
       "patches instead of images); png, png:LEVEL (default 6); webp, webp:EFFORT (lossless);\n"

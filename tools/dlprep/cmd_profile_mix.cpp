@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "dataset/target_spec.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 #include "profile/profile_mix.hpp"
 #include "profile/report.hpp"
@@ -60,11 +61,14 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     throw Error(Errc::io, o.dataset + ": no such file or directory");
   Progress progress(globals, kCommand, 0, "steps");
   if (progress.enabled())
-    p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+    p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   profile::ProfileReport r = profile::profile_mix(p);
   progress.finish();
   std::string json = profile::report_to_json(r);
-  if (!o.output.empty()) {
+  if (o.output == "-") {
+    // The report in place of the result (it is what --json prints): stdout holds one document.
+    print_json(Json::parse(json));
+  } else if (!o.output.empty()) {
     auto hold = defer_interrupts();
     write_file_atomic(o.output, ByteSpan(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
   }
@@ -73,7 +77,8 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     auto hold = defer_interrupts();
     write_file_atomic(o.plot, ByteSpan(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
   }
-  if (globals.json) {
+  if (o.output == "-") {
+  } else if (globals.json) {
     print_json(Json::parse(json));
   } else {
     std::string table = profile::report_table(r);
@@ -97,7 +102,7 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->add_option("--sample", o->sample, "images probed and verified")
       ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(size_t{1}, size_t{100000}).description(""));
+      ->check(number_in(1, 100000, true));
   cmd->add_option("--storage-bw", o->storage_bw,
                   "storage read bandwidth, e.g. 500MB/s, or 'measured' on the dataset's files")
       ->type_name("BW")
@@ -105,7 +110,7 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->add_option("--compute-rate", o->compute_rate,
                   "training consumption ceiling in images/s (default: none)")
       ->type_name("IMG/S")
-      ->check(CLI::PositiveNumber.description(""));
+      ->check(positive_number());
   cmd->add_option("--search", o->search,
                   "lp: exact optimum over all mixes; liquid: best of 11 PNG:BMP ratios")
       ->type_name("lp|liquid")
@@ -127,12 +132,14 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->add_option("--pass-seconds", o->pass_seconds, "target length of each measured pass")
       ->type_name("S")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0).description(""));
+      ->check(number_in(0, 3600));
   cmd->add_option("--repeats", o->repeats, "timed repeats of each measured pass (median)")
       ->type_name("N")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 100u).description(""));
-  cmd->add_option("-o,--output", o->output, "write the JSON report (dlprep.profile-mix/1) here")
+      ->check(number_in(1, 100, true));
+  cmd->add_option(
+         "-o,--output", o->output,
+         "write the JSON report (dlprep.profile-mix/1) here; - prints it instead of the table")
       ->type_name("FILE");
   cmd->add_option("--plot", o->plot, "draw load, decode and their minimum across the ratio (SVG)")
       ->type_name("FILE.svg");

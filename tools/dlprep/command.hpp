@@ -17,16 +17,6 @@ struct Globals {
   std::string progress = "auto";  ///< auto | always | never
 };
 
-/// For unsigned options: CLI11 reads "-1" as 2^64 - 1, a surprise rather than an error.
-inline const CLI::Validator kNotNegative(
-    [](const std::string& text) {
-      return text.find_first_not_of(" \t") != std::string::npos &&
-                     text[text.find_first_not_of(" \t")] == '-'
-                 ? std::string("must not be negative")
-                 : std::string();
-    },
-    "");
-
 /// Runs a parsed subcommand; returns the process exit code. Library errors propagate as
 /// dlprep::Error and main.cpp maps them (exit codes in man/dlprep.1).
 using Action = std::function<int(const Globals&)>;

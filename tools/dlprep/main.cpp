@@ -7,7 +7,9 @@
 #include <functional>
 #include <iostream>
 #include <new>
+#include <regex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "command.hpp"
@@ -15,6 +17,7 @@
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
 #include "help_formatter.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 #include "version.hpp"
 
@@ -63,24 +66,52 @@ std::string lower_first(std::string message) {
   return message;
 }
 
+// The deepest command given, and the words nothing took (with fallthrough, words the
+// subcommand did not take may sit with a parent).
+std::pair<CLI::App*, std::vector<std::string>> unparsed_words(CLI::App& app) {
+  CLI::App* current = &app;
+  while (!current->get_subcommands().empty()) current = current->get_subcommands().front();
+  std::vector<std::string> rest;
+  for (CLI::App* a = current; a && rest.empty(); a = a->get_parent()) rest = a->remaining();
+  return {current, rest};
+}
+
+std::string command_names(CLI::App* app) {
+  std::string names;
+  std::function<bool(CLI::App*)> all = [](CLI::App*) { return true; };
+  for (const CLI::App* sub : app->get_subcommands(all))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
 // CLI11 checks "a subcommand is required" before it complains about what it did not recognise;
 // name the word the user typed instead ("unknown command 'ifno'").
 std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
   std::string message = e.what();
+  // CLI11's counts, in words: "--output: At Most 1 required but received 2", "--output: 1
+  // required OUT missing".
+  if (size_t at = message.find("At Most 1 required but received"); at != std::string::npos)
+    return message.substr(0, at) + "given more than once (it takes one value)";
+  static const std::regex missing(R"(^(.*: )\d+ required (\S+) missing$)");
+  if (std::smatch m; std::regex_match(message, m, missing))
+    return m[1].str() + "its value (" + m[2].str() + ") is missing";
   if (message.find("subcommand is required") == std::string::npos) return message;
-  CLI::App* current = &app;
-  while (!current->get_subcommands().empty()) current = current->get_subcommands().front();
-  // With fallthrough, words the subcommand did not take may sit with a parent.
-  std::vector<std::string> rest;
-  for (CLI::App* a = current; a && rest.empty(); a = a->get_parent()) rest = a->remaining();
-  std::string names;
-  std::function<bool(CLI::App*)> all = [](CLI::App*) { return true; };
-  for (const CLI::App* sub : current->get_subcommands(all))
-    names += (names.empty() ? "" : ", ") + sub->get_name();
+  auto [current, rest] = unparsed_words(app);
+  const std::string names = command_names(current);
   if (rest.empty()) return "a command is required (" + names + ")";
   const std::string& word = rest.front();
   if (!word.empty() && word[0] == '-') return "unknown option '" + word + "'";
   return "unknown command '" + word + "' (commands: " + names + ")";
+}
+
+// `dlprep l3 convert --help`: CLI11 answers --help before it looks at the words it did not
+// take, and would print l3's help with exit 0, as if `l3 convert` existed. "" when there is none.
+std::string unknown_command_with_help(CLI::App& app) {
+  auto [current, rest] = unparsed_words(app);
+  std::function<bool(CLI::App*)> all = [](CLI::App*) { return true; };
+  if (rest.empty() || current->get_subcommands(all).empty() || rest.front().starts_with("-"))
+    return "";
+  return "unknown command '" + rest.front() + "' (commands: " + command_names(current) + ")";
 }
 
 int usage_error(const std::string& path, const std::string& message) {
@@ -113,7 +144,7 @@ int run(int argc, char** argv) {
   app.add_flag("--json", globals.json, "print one JSON document on stdout instead of text");
   app.add_option("-j,--jobs", globals.jobs, "threads to use (default: all cores)")
       ->type_name("N")
-      ->check(CLI::Range(0u, 4096u).description(""));
+      ->check(number_in(0, 4096, true));
   app.add_option("--progress", globals.progress,
                  "progress on stderr: auto (if a terminal), always, never")
       ->type_name("WHEN")
@@ -139,6 +170,8 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
+    if (std::string unknown = unknown_command_with_help(app); !unknown.empty())
+      return finish(usage_error(command_path(app), unknown));
     return finish(app.exit(e));
   } catch (const CLI::ParseError& e) {
     return finish(usage_error(command_path(app), parse_error_message(app, e)));

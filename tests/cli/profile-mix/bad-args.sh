@@ -15,3 +15,21 @@ dlprep profile-mix "$SAMPLE_DATA/images" --search simplex 2>err.txt || true
 grep -q "try 'dlprep profile-mix --help'" err.txt || fail "no hint: $(cat err.txt)"
 expect_exit 1 dlprep profile-mix does-not-exist --storage-bw 50MB/s -o r.json
 [ ! -e r.json ] || fail "report written despite an error"
+
+# Numeric options say what is wrong in one short line: no 300-digit bound, no "not in range" for
+# a word, and nan refused.
+check_message() {  # EXPECTED_PART ARGS...
+  local want=$1
+  shift
+  expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --no-verify "$@" 2>err.txt
+  grep -qF -- "$want" err.txt || fail "$*: $(cat err.txt)"
+  [ "$(head -1 err.txt | wc -c)" -lt 120 ] || fail "$*: a long message: $(head -1 err.txt)"
+}
+check_message "--compute-rate: must be a positive number" --compute-rate 0
+check_message "--compute-rate: 'nan' is not a number" --compute-rate nan
+check_message "--sample: 'abc' is not a number" --sample abc
+check_message "--sample: '1.5' is not a whole number" --sample 1.5
+check_message "--sample: must be from 1 to 100000" --sample 0
+check_message "--pass-seconds: 'nan' is not a number" --pass-seconds nan
+check_message "--output: given more than once" -o a.json -o b.json
+check_message "--output: its value (FILE) is missing" -o

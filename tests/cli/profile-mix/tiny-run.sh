@@ -18,3 +18,25 @@ grep -q '^predicted:' table.txt || fail "no table on stdout"
 dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 4 --storage-bw 50MB/s \
   --no-verify --search liquid >out.json
 json_check 'd["measured"] is None and d["search"] == "liquid"' <out.json
+
+# A lossy candidate (webp:QUALITY, like jpeg) is probed, not failed for changing pixels.
+mkdir rgb gray
+for f in "$SAMPLE_DATA"/images/*; do
+  case $(dlprep --json info "$f" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["files"][0]["channels"])') in
+    3) cp "$f" rgb/ ;;
+    1) cp "$f" gray/ ;;
+  esac
+done
+dlprep -q --json profile-mix rgb --formats png,webp:80,jpeg:90 --sample 2 --storage-bw 50MB/s \
+  --no-verify >lossy.json
+json_check '[f["spec"] for f in d["formats"]] == ["png", "webp:80", "jpeg:90"]' <lossy.json
+# What convert-dataset would refuse (webp and gray images) is refused, naming the image.
+expect_exit 1 dlprep profile-mix gray --formats png,webp --sample 2 --storage-bw 50MB/s \
+  --no-verify 2>err.txt
+grep -q 'as webp: webp cannot store 1-channel images' err.txt || fail "$(cat err.txt)"
+# -o -: the report alone on stdout, one JSON document, with --json too.
+for json in "" --json; do
+  dlprep -q $json profile-mix rgb --formats png,bmp --sample 2 --storage-bw 50MB/s --no-verify \
+    -o - >stdout.json
+  json_check 'd["schema"] == "dlprep.profile-mix/1"' <stdout.json
+done

@@ -1,0 +1,77 @@
+#include "option_checks.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+namespace dlprep::cli {
+namespace {
+
+// The number in `text`, or "" and `error` set to why it is not one.
+bool parse_number(const std::string& text, bool whole, double& value, std::string& error) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  value = std::strtod(begin, &end);
+  while (end && (*end == ' ' || *end == '\t')) ++end;
+  if (text.empty() || end == begin || *end != '\0' || std::isnan(value)) {
+    error = "'" + text + "' is not a number";
+    return false;
+  }
+  if (std::isinf(value)) {
+    error = "must be finite";
+    return false;
+  }
+  if (whole && value != std::floor(value)) {
+    error = "'" + text + "' is not a whole number";
+    return false;
+  }
+  return true;
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+CLI::Validator checked(bool whole, std::function<std::string(double)> check) {
+  return CLI::Validator(
+      [whole, check](const std::string& text) {
+        double value = 0;
+        std::string error;
+        if (!parse_number(text, whole, value, error)) return error;
+        return check(value);
+      },
+      "");
+}
+
+}  // namespace
+
+const CLI::Validator kNotNegative(
+    [](const std::string& text) {
+      return text.find_first_not_of(" \t") != std::string::npos &&
+                     text[text.find_first_not_of(" \t")] == '-'
+                 ? std::string("must not be negative")
+                 : std::string();
+    },
+    "");
+
+CLI::Validator number_in(double lo, double hi, bool whole) {
+  return checked(whole, [lo, hi](double v) {
+    return v < lo || v > hi ? "must be from " + number_text(lo) + " to " + number_text(hi)
+                            : std::string();
+  });
+}
+
+CLI::Validator positive_number() {
+  return checked(false,
+                 [](double v) { return v > 0 ? std::string() : "must be a positive number"; });
+}
+
+CLI::Validator not_negative_number() {
+  return checked(false, [](double v) { return v >= 0 ? std::string() : "must not be negative"; });
+}
+
+}  // namespace dlprep::cli

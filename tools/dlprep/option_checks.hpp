@@ -1,0 +1,22 @@
+// Validators for numeric options, with messages in dlprep's style. CLI11's own say "Value abc not
+// in range 1 to 100" for a word, print DBL_MAX in 300 digits, and let "nan" through.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace dlprep::cli {
+
+/// For unsigned options: CLI11 reads "-1" as 2^64 - 1, a surprise rather than an error.
+extern const CLI::Validator kNotNegative;
+
+/// A finite number from `lo` to `hi` ("'abc' is not a number", "must be from 1 to 100"); with
+/// `whole`, an integer ("'1.5' is not a whole number").
+CLI::Validator number_in(double lo, double hi, bool whole = false);
+
+/// A finite number above 0 ("must be a positive number").
+CLI::Validator positive_number();
+
+/// A finite number of 0 or more ("must not be negative").
+CLI::Validator not_negative_number();
+
+}  // namespace dlprep::cli

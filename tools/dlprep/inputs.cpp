@@ -1,8 +1,11 @@
 #include "inputs.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -19,6 +22,14 @@ std::string head_of(const fs::path& path) {
   if (!in) return {};
   in.read(head.data(), head.size());
   return std::string(head.data(), static_cast<size_t>(in.gcount()));
+}
+
+// A directory's device and inode (its links resolved): {0, 0} when it cannot be read.
+using DirId = std::pair<uint64_t, uint64_t>;
+DirId dir_id(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
 }
 
 ByteSpan bytes_of(const std::string& s) {
@@ -43,15 +54,31 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
       continue;
     }
     std::vector<InputFile> found;
-    fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec);
+    // Directory links are followed (a subset tree of links to class folders), as in
+    // convert-dataset's walk; one that leads back to a folder it is in is not (a loop).
+    std::vector<DirId> ancestors = {dir_id(arg)};
+    fs::recursive_directory_iterator it(arg,
+                                        fs::directory_options::skip_permission_denied |
+                                            fs::directory_options::follow_directory_symlink,
+                                        ec);
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
     for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+      std::error_code dir_ec;
+      const bool is_dir = it->is_directory(dir_ec);
       // Hidden names (.cache/, .ipynb_checkpoints/, the temp files of an interrupted run) are
       // never inputs, as in convert-dataset's walk.
       if (it->path().filename().string().starts_with(".")) {
-        std::error_code dir_ec;
-        if (it->is_directory(dir_ec)) it.disable_recursion_pending();
+        if (is_dir) it.disable_recursion_pending();
+        continue;
+      }
+      if (is_dir) {
+        const DirId id = dir_id(it->path());
+        ancestors.resize(static_cast<size_t>(it.depth()) + 1);
+        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end())
+          it.disable_recursion_pending();
+        else
+          ancestors.push_back(id);
         continue;
       }
       std::error_code file_ec;

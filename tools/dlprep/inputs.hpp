@@ -23,7 +23,8 @@ using CodecFilter = std::function<bool(const image::Codec&)>;
 
 /// Expands the arguments: "-" and files as given; directories walked recursively in sorted order,
 /// keeping regular files whose magic bytes (never the name) match a codec accepted by `keep`;
-/// hidden names (a leading dot), files and folders, are skipped.
+/// hidden names (a leading dot), files and folders, are skipped; directory links are followed,
+/// except one to a folder it is in (a loop).
 /// `empty_dirs` receives the directory arguments in which nothing was kept. With
 /// `keep_unreadable_images`, images in formats no codec reads (TIFF, GIF ...) are kept too, so
 /// that they fail with their format's name instead of being silently left out.

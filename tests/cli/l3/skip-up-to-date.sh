@@ -44,3 +44,11 @@ grep -q '^l3 encode: 1 file encoded' err7.txt || fail "--patch 8 after auto: $(c
 dlprep --json info p.l3 | json_check 'd["files"][0]["l3"]["patch"] == 8'
 dlprep l3 encode a.ppm -o p.l3 --patch 8 2>err8.txt
 grep -q 'skipped 1 up to date' err8.txt || fail "same --patch rerun: $(cat err8.txt)"
+
+# A directory link is followed (a subset tree of links to class folders); one back to a folder
+# it is in is not (no loop).
+mkdir -p linked
+ln -s ../tree/cls linked/cls
+ln -s . linked/loop
+dlprep -q l3 encode linked -o linked-l3
+[ "$(cd linked-l3 && find . -type f | sort)" = "./cls/x.l3" ] || fail "$(find linked-l3 -type f)"

@@ -191,9 +191,9 @@ MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void read_file_into(const fs::path& path, Bytes& out) {
+void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_head) {
   if (path == "-") {
-    out = read_fd(STDIN_FILENO, "<stdin>");
+    out = read_fd(STDIN_FILENO, "<stdin>", check_head);
     return;
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -203,7 +203,7 @@ void read_file_into(const fs::path& path, Bytes& out) {
     if (::fstat(fd, &st) != 0) throw io_error(path, "cannot stat", errno);
     if (S_ISDIR(st.st_mode)) throw Error(Errc::io, path.string() + ": is a directory");
     if (!S_ISREG(st.st_mode)) {
-      out = read_fd(fd, path);
+      out = read_fd(fd, path, check_head);
     } else {
       if (static_cast<uint64_t>(st.st_size) > limits::kMaxFileBytes)
         throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");

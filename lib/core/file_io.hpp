@@ -43,8 +43,10 @@ class MappedFile {
 /// Reads a whole file ("-" reads stdin). Throws Error(io).
 Bytes read_file(const std::filesystem::path& path);
 /// Like read_file, into `out`, reusing its memory: a buffer kept for a thread's files spares a
-/// fresh, page-faulting allocation per file.
-void read_file_into(const std::filesystem::path& path, Bytes& out);
+/// fresh, page-faulting allocation per file. A stream is read after check_head accepts its
+/// first bytes, as in MappedFile.
+void read_file_into(const std::filesystem::path& path, Bytes& out,
+                    const HeadCheck& check_head = {});
 
 /// One read(2) of up to `capacity` bytes, retried when a signal interrupts it: the bytes read, 0
 /// at the end of the file. Throws Error(io) "path: read failed: …".

@@ -377,7 +377,7 @@ ConvertResult Engine::run() {
   const std::vector<fs::path> orphans =
       tar_ ? std::vector<fs::path>() : orphan_files(o_.destination, listed);
   index.commit();
-  result.removed = remove_files(orphans);
+  result.removed = remove_files(o_.destination, orphans);
   manifest_.failed = result.failed;
   manifest_.complete = true;
   write_manifest(o_.destination, manifest_);

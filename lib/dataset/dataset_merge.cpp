@@ -213,7 +213,12 @@ MergeResult merge_datasets(const MergeOptions& o) {
   const std::vector<fs::path> orphans = orphan_files(o.output, listed);  // from the old index
   index.commit();
   MergeResult result;
-  result.removed = remove_files(orphans);
+  // Tar parts: also the shards of an earlier merge that stopped before its index named them.
+  std::vector<fs::path> stale = orphans;
+  if (merged.layout == "tar")
+    for (const fs::path& shard : unlisted_part_shards(o.output, listed))
+      if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
+  result.removed = remove_files(o.output, stale);
   merged.complete = true;
   write_manifest(o.output, merged);
   result.manifest = std::move(merged);

@@ -144,12 +144,15 @@ std::vector<std::string> count_differences(const Manifest& index, const Manifest
 }
 
 // A tar shard must be whole to its end-of-archive marker: tar, Python's tarfile and WebDataset
-// fail on one cut short, though every sample in it may still check out.
-void check_shard_ends(const fs::path& path) {
+// fail on one cut short, though every sample in it may still check out. Read from the header
+// after its last sample's data (`tail`: its .cls member, then the marker), not from the start,
+// which would read the whole shard from disk a second time.
+void check_shard_ends(const fs::path& path, uint64_t tail) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return;  // its samples are reported missing
   MappedFile file(path);
-  tar::TarReader reader(file.bytes());
+  if (tail > file.bytes().size()) return;  // that sample is reported past the end
+  tar::TarReader reader(file.bytes(), tail);
   tar::Member member;
   try {
     while (reader.next(member)) {
@@ -180,7 +183,9 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   }
   IndexReader reader(o.dataset / kIndexName);
   Manifest counted;
-  std::set<std::string> shards;  // tar layout: the shard files the index names
+  // Tar layout: the shard files the index names, each with where its last sample's data ends
+  // (rounded up to the next header).
+  std::map<std::string, uint64_t> shards;
   std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   size_t batch_size = kBatchPerThread * std::max(1u, o.threads);
@@ -192,7 +197,12 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
     if (batch.empty()) break;
     for (const auto& rec : batch) {
       counted.count(rec);
-      if (rec.offset) shards.insert(rec.location);
+      if (rec.offset) {
+        uint64_t& tail = shards[rec.location];
+        // A hostile offset near 2^64 must not wrap the sum.
+        if (*rec.offset < (uint64_t{1} << 62) && rec.bytes < (uint64_t{1} << 62))
+          tail = std::max(tail, *rec.offset + tar::padded(rec.bytes));
+      }
       listed.push_back(std::hash<std::string>{}(rec.location));
     }
     parallel_for(batch.size(), o.threads, [&](size_t i) {
@@ -222,10 +232,10 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   }
   // Only a complete dataset's shards are finished (an interrupted run's last one is not).
   if (m.complete) {
-    std::vector<std::string> shard_list(shards.begin(), shards.end());
+    std::vector<std::pair<std::string, uint64_t>> shard_list(shards.begin(), shards.end());
     parallel_for(shard_list.size(), o.threads, [&](size_t i) {
       try {
-        check_shard_ends(o.dataset / shard_list[i]);
+        check_shard_ends(o.dataset / shard_list[i].first, shard_list[i].second);
       } catch (const Error& e) {
         std::lock_guard lock(report_mutex);
         ++result.dataset_problems;

@@ -1,6 +1,9 @@
 #include "dataset/orphan_files.hpp"
 
+#include <unistd.h>
+
 #include <functional>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -9,6 +12,19 @@
 
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
+
+namespace {
+
+// data/ as a real folder of the dataset; empty when it is a link (or absent), whose targets are
+// not the dataset's to remove.
+fs::path data_folder(const fs::path& dataset_dir) {
+  std::error_code ec;
+  const fs::path data = dataset_dir / kDataDir;
+  if (fs::symlink_status(data, ec).type() != fs::file_type::directory) return {};
+  return fs::weakly_canonical(data, ec);
+}
+
+}  // namespace
 
 void ListedLocations::add(std::string_view location) {
   hashes_.insert(std::hash<std::string_view>{}(location));
@@ -21,10 +37,9 @@ bool ListedLocations::contains(std::string_view location) const {
 std::vector<fs::path> orphan_files(const fs::path& dataset_dir, const ListedLocations& listed) {
   std::error_code ec;
   const fs::path old_index = dataset_dir / kIndexName;
-  if (!fs::exists(old_index, ec)) return {};
+  const fs::path data = data_folder(dataset_dir);
+  if (data.empty() || !fs::exists(old_index, ec)) return {};
   const std::string prefix = std::string(kDataDir) + "/";
-  const fs::path data = fs::weakly_canonical(dataset_dir / kDataDir, ec);
-  if (ec) return {};
   std::set<std::string> locations;  // a tar shard is named by each of its samples
   try {
     IndexReader reader(old_index);
@@ -47,11 +62,36 @@ std::vector<fs::path> orphan_files(const fs::path& dataset_dir, const ListedLoca
   return files;
 }
 
-uint64_t remove_files(const std::vector<fs::path>& files) {
+std::vector<fs::path> unlisted_part_shards(const fs::path& dataset_dir,
+                                           const ListedLocations& listed) {
+  static const std::regex part(R"(part-\d+-of-\d+-\d{6}\.tar)");
+  std::vector<fs::path> files;
+  if (data_folder(dataset_dir).empty()) return files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dataset_dir / kDataDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string location = std::string(kDataDir) + "/" + name;
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() == fs::file_type::regular &&
+        std::regex_match(name, part) && !listed.contains(location))
+      files.push_back(it->path());
+  }
+  return files;
+}
+
+uint64_t remove_files(const fs::path& dataset_dir, const std::vector<fs::path>& files) {
+  const fs::path data = dataset_dir / kDataDir;
   uint64_t removed = 0;
   for (const fs::path& file : files) {
     std::error_code ec;
-    removed += fs::remove(file, ec) ? 1 : 0;
+    if (!fs::remove(file, ec)) continue;
+    ++removed;
+    // Up the folders below data/ while they are empty (rmdir refuses one that is not, and a
+    // link, which is not the dataset's own folder).
+    for (fs::path dir = file.parent_path();
+         dir != data && dir.string().size() > data.string().size(); dir = dir.parent_path())
+      if (::rmdir(dir.c_str()) != 0) break;
   }
   return removed;
 }

@@ -11,8 +11,8 @@
 
 namespace dlprep::dataset {
 
-/// The locations (a file, or a tar shard) a new index names, as location_hash values: 8 bytes a
-/// sample, for indices of millions.
+/// The locations (a file, or a tar shard) a new index names, as hashes: 8 bytes a sample, for
+/// indices of millions.
 class ListedLocations {
  public:
   void add(std::string_view location);
@@ -24,11 +24,20 @@ class ListedLocations {
 
 /// The files that DIR/samples.jsonl (the index about to be replaced) names and `listed` does not,
 /// each once. Only plain locations under DIR/data/ are returned, whatever the old index says
-/// (links resolved); an old index that cannot be read gives none.
+/// (links resolved; none when data/ itself is a link); an old index that cannot be read gives
+/// none.
 std::vector<std::filesystem::path> orphan_files(const std::filesystem::path& dataset_dir,
                                                 const ListedLocations& listed);
 
-/// Removes the files (already gone: not counted); returns how many it removed.
-uint64_t remove_files(const std::vector<std::filesystem::path>& files);
+/// The merged tar shards (data/part-K-of-N-NNNNNN.tar, names only dlprep gives) that `listed`
+/// does not name: also those of a merge that was interrupted before its index, which no index
+/// names.
+std::vector<std::filesystem::path> unlisted_part_shards(const std::filesystem::path& dataset_dir,
+                                                        const ListedLocations& listed);
+
+/// Removes the files (already gone: not counted), and the folders below DIR/data that this
+/// leaves empty (an empty class folder is a class to ImageFolder); returns the files removed.
+uint64_t remove_files(const std::filesystem::path& dataset_dir,
+                      const std::vector<std::filesystem::path>& files);
 
 }  // namespace dlprep::dataset

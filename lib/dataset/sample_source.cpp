@@ -51,7 +51,7 @@ std::string source_name(const SourceEntry& e) {
 
 SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
   if (e.member.empty()) {
-    read_file_into(e.path, buffer);
+    read_file_into(e.path, buffer, image::check_image_head);  // a listed /dev/zero fails at once
     bytes_ = buffer;
     return;
   }

@@ -170,7 +170,8 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
-    if (std::string unknown = unknown_command_with_help(app); !unknown.empty())
+    const bool version = dynamic_cast<const CLI::CallForVersion*>(&e) != nullptr;
+    if (std::string unknown = version ? "" : unknown_command_with_help(app); !unknown.empty())
       return finish(usage_error(command_path(app), unknown));
     return finish(app.exit(e));
   } catch (const CLI::ParseError& e) {

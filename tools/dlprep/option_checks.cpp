@@ -1,5 +1,6 @@
 #include "option_checks.hpp"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,9 +24,17 @@ bool parse_number(const std::string& text, bool whole, double& value, std::strin
     error = "must be finite";
     return false;
   }
-  if (whole && value != std::floor(value)) {
-    error = "'" + text + "' is not a whole number";
-    return false;
+  if (whole) {
+    // Read as CLI11 stores it (strtoll base 0: "017" is octal 15, "0x10" is 16), so that the
+    // number checked is the number used.
+    errno = 0;
+    long long integer = std::strtoll(begin, &end, 0);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (end == begin || *end != '\0' || errno == ERANGE) {
+      error = "'" + text + "' is not a whole number";
+      return false;
+    }
+    value = static_cast<double>(integer);
   }
   return true;
 }

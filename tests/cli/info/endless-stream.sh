@@ -15,3 +15,7 @@ cat /dev/zero | expect_exit 1 timeout 20 dlprep l3 decode - -o out.png 2>err
 grep -q '<stdin>: not an l3 file' err || fail "l3 decode: $(cat err)"
 set -o pipefail
 [ ! -e out.l3 ] && [ ! -e out.png ] || fail "an output was written"
+# The same for a source list that names one (convert-dataset, profile-mix).
+echo /dev/zero >list.txt
+expect_exit 1 timeout 20 dlprep convert-dataset list.txt ds --to png 2>err
+grep -q '/dev/zero: unknown image format' err || fail "convert-dataset: $(cat err)"

@@ -23,11 +23,12 @@ cmp img.ppm forced.ppm || fail "DLPREP_FORCE_DEVICE=cpu decode differs"
 # DLPREP_FORCE_DEVICE=cuda overrides the default --device cpu too: a CI job that forces the GPU
 # never gets a CPU decode instead.
 set +e
-DLPREP_FORCE_DEVICE=cuda dlprep -q l3 decode img.l3 -o forced-cuda.ppm 2>err.txt
+DLPREP_FORCE_DEVICE=cuda dlprep -v l3 decode img.l3 -o forced-cuda.ppm 2>err.txt
 rc=$?
 set -e
 if [ $rc = 0 ]; then
   cmp img.ppm forced-cuda.ppm || fail "forced cuda decode differs from the original"
+  grep -q 'decoding on the cuda device' err.txt || fail "forced cuda decoded elsewhere: $(cat err.txt)"
 else
   [ $rc = 77 ] || fail "DLPREP_FORCE_DEVICE=cuda without a GPU: exit $rc, expected 77"
 fi

@@ -13,3 +13,5 @@ grep -q "^dlprep: error: l3: unknown command 'convert' (commands: encode, decode
 expect_exit 2 dlprep bogus --help 2>/dev/null >/dev/null
 dlprep l3 --help >/dev/null
 dlprep l3 encode --help >/dev/null
+# --version answers whatever follows it.
+dlprep --version x | grep -q '^dlprep ' || fail "--version x did not print the version"

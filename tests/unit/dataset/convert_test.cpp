@@ -157,6 +157,18 @@ TEST_CASE("a rerun removes the files of samples no longer in the source, and onl
     convert_dataset(options(src, dst, "l3"));
     CHECK_MESSAGE(fs::exists(outside), hostile);
   }
+
+  // data/ itself a link to a folder elsewhere: what it holds is not the dataset's to remove.
+  fs::path elsewhere = root / "elsewhere";
+  fs::rename(dst / "data", elsewhere);
+  fs::create_directory_symlink(elsewhere, dst / "data");
+  REQUIRE(fs::exists(elsewhere / "beta"));
+  std::vector<fs::path> beta;
+  for (const auto& e : fs::directory_iterator(elsewhere / "beta")) beta.push_back(e.path());
+  REQUIRE_FALSE(beta.empty());
+  fs::remove_all(src / "beta");
+  CHECK(convert_dataset(options(src, dst, "l3")).removed == 0);
+  for (const auto& file : beta) CHECK_MESSAGE(fs::exists(file), file);
 }
 
 TEST_CASE("the index does not depend on the number of threads") {
@@ -672,9 +684,9 @@ TEST_CASE("a hostile tar index is corrupt data naming its line, never a crash") 
 
 namespace {
 
-// Three --shard K/3 parts of `src`, made with `make(src, dst)`, and merge options for them.
-MergeOptions parts_of(const fs::path& src, const fs::path& root, const std::string& prefix,
-                      uint32_t count, const std::function<ConvertOptions(fs::path)>& make) {
+// The --shard K/COUNT parts made by `make(ROOT/PREFIXK)`, and merge options for them.
+MergeOptions parts_of(const fs::path& root, const std::string& prefix, uint32_t count,
+                      const std::function<ConvertOptions(fs::path)>& make) {
   MergeOptions m;
   m.tool = "dlprep test";
   for (uint32_t k = 0; k < count; ++k) {
@@ -708,33 +720,42 @@ TEST_CASE("a merge into an earlier merge's output removes the files its new inde
   fs::path root = scratch("remerge");
   fs::path src = make_tree(root);
   auto files = [&](const fs::path& dst) { return options(src, dst, "bmp"); };
-  MergeOptions m = parts_of(src, root, "part", 3, files);
+  MergeOptions m = parts_of(root, "part", 3, files);
   m.output = root / "merged";
   CHECK(merge_datasets(m).removed == 0);
   REQUIRE(fs::exists(m.output / "data" / "alpha" / "autumn_320x240.bmp"));
   fs::remove(src / "alpha" / "autumn_320x240.png");
-  m = parts_of(src, root, "part", 3, files);
+  std::vector<fs::path> gamma;  // a whole class removed: its folder goes too (ImageFolder)
+  for (const auto& e : fs::directory_iterator(src / "gamma")) gamma.push_back(e.path());
+  fs::remove_all(src / "gamma");
+  m = parts_of(root, "part", 3, files);
   m.output = root / "merged";
   MergeResult again = merge_datasets(m);
-  CHECK(again.removed == 1);
-  CHECK(again.manifest.samples == 13);
+  CHECK(again.removed == 1 + gamma.size());
+  CHECK(again.manifest.samples == 13 - gamma.size());
   CHECK_FALSE(fs::exists(m.output / "data" / "alpha" / "autumn_320x240.bmp"));
+  CHECK_FALSE(fs::exists(m.output / "data" / "gamma"));
   CHECK(problems_of(m.output).empty());
 
   // Tar parts: a merge of 2 parts into the output of a merge of 3 leaves no part-K-of-3 shard,
   // which a loader globbing data/*.tar would read twice over.
   auto tar = [&](const fs::path& dst) { return tar_options(src, dst, "bmp", 300000); };
-  MergeOptions three = parts_of(src, root, "three", 3, tar);
+  MergeOptions three = parts_of(root, "three", 3, tar);
   three.output = root / "tar-merged";
   merge_datasets(three);
-  MergeOptions two = parts_of(src, root, "two", 2, tar);
+  // And the shard an interrupted merge of 4 parts had placed, which no index names.
+  fs::copy_file(three.inputs[0] / "data" / "part-0-of-3-000000.tar",
+                three.output / "data" / "part-0-of-4-000000.tar");
+  MergeOptions two = parts_of(root, "two", 2, tar);
   two.output = root / "tar-merged";
   MergeResult r = merge_datasets(two);
-  CHECK(r.removed >= 3);
-  for (const auto& e : fs::directory_iterator(two.output / "data"))
+  CHECK(r.removed >= 4);
+  for (const auto& e : fs::directory_iterator(two.output / "data")) {
     CHECK_MESSAGE(e.path().filename().string().find("-of-3-") == std::string::npos, e.path());
+    CHECK_MESSAGE(e.path().filename().string().find("-of-4-") == std::string::npos, e.path());
+  }
   CHECK(problems_of(two.output).empty());
-  CHECK(verify(two.output).ok == 13);
+  CHECK(verify(two.output).ok == 13 - gamma.size());
 }
 
 TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs between parts") {
@@ -773,7 +794,7 @@ TEST_CASE("an index whose record count is not its dataset.json's is refused by m
   fs::path root = scratch("index-count");
   fs::path src = make_tree(root);
   MergeOptions m =
-      parts_of(src, root, "part", 2, [&](const fs::path& d) { return options(src, d, "png"); });
+      parts_of(root, "part", 2, [&](const fs::path& d) { return options(src, d, "png"); });
   // A last line without its newline is still a record: the merge is whole.
   fs::path index = m.inputs[1] / kIndexName;
   std::string text = slurp(index);

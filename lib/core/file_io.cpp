@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <regex>
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -369,6 +370,23 @@ DirectoryLock::DirectoryLock(const fs::path& dir) {
 
 DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name) {
+  static const std::regex temp(R"(\.(.+)\.tmp\.[A-Za-z0-9]{6})");
+  uint64_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string file = it->path().filename().string();
+    std::error_code type_ec;
+    if (!std::regex_match(file, m, temp) || (!name.empty() && m[1].str() != name) ||
+        it->symlink_status(type_ec).type() != fs::file_type::regular)
+      continue;
+    std::error_code rm_ec;
+    removed += fs::remove(it->path(), rm_ec) ? 1 : 0;
+  }
+  return removed;
 }
 
 void remove_pending_temp_files() noexcept {

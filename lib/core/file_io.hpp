@@ -137,6 +137,13 @@ class DirectoryLock {
   int fd_ = -1;
 };
 
+/// Removes the temp files that AtomicFiles of a killed process left in `dir` (not below it):
+/// ".NAME.tmp.XXXXXX", of every NAME or of `name` alone. SIGKILL (the OOM killer, a batch
+/// scheduler past its grace period) allows no cleanup, and such files can hold whole outputs.
+/// Only for a directory whose DirectoryLock this process holds (then no live run owns them), or
+/// with `name`, a target that no other run writes. Returns how many it removed.
+uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::string& name = "");
+
 /// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory and the empty
 /// directories of every live OutputDirectory, and keeps new temp files from being created: call it
 /// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so not

@@ -164,6 +164,10 @@ void Engine::prepare_destination() {
   fs::create_directories(dst, ec);
   if (ec) throw Error(Errc::io, dst.string() + ": cannot create directory: " + ec.message());
   lock_.emplace(dst);  // before reading what another run may be writing
+  // What a killed run (SIGKILL) left under temporary names at the top and in data/ (the index,
+  // the manifest, tar shards): the lock says no live run owns it.
+  remove_dead_temp_files(dst);
+  remove_dead_temp_files(dst / kDataDir);
   if (is_dataset(dst)) {
     old_manifest_ = read_manifest(dst);
   } else if (!fs::is_empty(dst, ec)) {

@@ -155,6 +155,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
   fs::create_directories(o.output, ec);
   if (ec) throw Error(Errc::io, o.output.string() + ": cannot create directory: " + ec.message());
   DirectoryLock lock(o.output);
+  remove_dead_temp_files(o.output);  // a killed merge's index or manifest (the lock: no live one)
 
   Manifest merged = first;
   merged.tool = o.tool;

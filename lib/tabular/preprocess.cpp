@@ -277,8 +277,9 @@ void Run::validate() {
   }
   if (o_.id_base < 0 || o_.id_base > INT32_MAX)
     throw Error(Errc::invalid_argument, "--id-base must be in [0, 2^31)");
-  if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id > INT32_MAX))
-    throw Error(Errc::invalid_argument, "--oov-id must be in [0, 2^31)");
+  // num_embeddings, the OOV ID plus one at least, is stored as int32 (day_fea_count.npz).
+  if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id >= INT32_MAX))
+    throw Error(Errc::invalid_argument, "--oov-id must be in [0, 2^31 - 1)");
   if (o_.apply_log && !(o_.log_offset > 0 && std::isfinite(o_.log_offset)))
     throw Error(Errc::invalid_argument,
                 "--log-offset must be finite and > 0 (log(0) is undefined)");
@@ -303,7 +304,27 @@ void Run::validate() {
                   "-o " + o_.out_dir.string() +
                       " holds the --vocab-from vocabulary: its run's "
                       "outputs would be replaced; write to another directory");
+    // A partial checkpoint (its run interrupted, or still running) is not that run's vocabulary:
+    // values first seen in its later days would get the OOV ID, which the whole vocabulary gives
+    // to a value.
+    const fs::path vocab_json = vocab_json_of(from);
+    const json v = read_json_file(vocab_json);
+    if (v.is_object() && v.contains("days") && v["days"].is_array() &&
+        v.value("days_done", json()).is_number_unsigned() &&
+        v["days_done"].get<uint64_t>() < v["days"].size())
+      throw Error(Errc::invalid_argument,
+                  "--vocab-from " + vocab_json.string() + ": a partial vocabulary (" +
+                      std::to_string(v["days_done"].get<uint64_t>()) + " of " +
+                      std::to_string(v["days"].size()) +
+                      " days): its run was interrupted or is still running; finish it first");
   }
+  if (o_.emit_binary)
+    for (const fs::path& in : o_.inputs) {
+      std::error_code ec;
+      if (fs::equivalent(in, *o_.emit_binary, ec))
+        throw Error(Errc::invalid_argument, "--emit-binary " + o_.emit_binary->string() +
+                                                " is an input: it would be replaced by its rows");
+    }
   if (o_.warning)
     if (const std::string w = day_order_problem(o_.inputs); !w.empty()) o_.warning(w);
 }
@@ -703,8 +724,9 @@ void Run::pass2() {
 }
 
 bool Run::single_pass_allowed() const {
-  // IDs up to id_base + 2^30 - 1 (a hash column's table holds at most 2^30 values) fit in int32.
-  constexpr int64_t kMaxIdBase = int64_t{1} << 30;
+  // IDs up to id_base + 2^30 - 1 (a hash column's table holds at most 2^30 values), and that
+  // plus one (num_embeddings), fit in int32.
+  constexpr int64_t kMaxIdBase = (int64_t{1} << 30) - 1;
   // Under --on-bad-row skip a split last day is decoded twice (once to count its rows): worth it
   // while that day is at most half of the input, else two passes decode it twice at most too.
   const bool split_counted = o_.split_last == SplitLast::none ||
@@ -892,7 +914,9 @@ void Run::finalize_vocab() {
       for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
       oov = o_.id_base + kept;
     }
-    if (oov > INT32_MAX) throw Error(Errc::limit_exceeded, "OOV ID does not fit in int32");
+    if (oov >= INT32_MAX)
+      throw Error(Errc::limit_exceeded,
+                  "OOV ID " + std::to_string(oov) + ": its num_embeddings does not fit in int32");
     stats_.kept[j] = vocab_[j].finalize(std::max<uint64_t>(o_.min_freq, 1), o_.id_base,
                                         static_cast<int32_t>(oov));
     stats_.num_embeddings[j] =
@@ -990,6 +1014,20 @@ PreprocessStats Run::execute() {
   }
   out_dir_.emplace(o_.out_dir);
   out_lock_.emplace(o_.out_dir);
+  // What a killed run (SIGKILL) left under temporary names: the lock says no live run owns it.
+  remove_dead_temp_files(o_.out_dir);
+  std::error_code dir_ec;
+  for (fs::directory_iterator it(o_.out_dir, dir_ec), end; !dir_ec && it != end;
+       it.increment(dir_ec)) {
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() == fs::file_type::directory)
+      remove_dead_temp_files(it->path());  // vocab/, the split layout's day folders
+  }
+  if (o_.emit_binary) {
+    const fs::path parent = o_.emit_binary->parent_path();
+    remove_dead_temp_files(parent.empty() ? fs::path(".") : parent,
+                           o_.emit_binary->filename().string());
+  }
   cache_fds_.assign(o_.inputs.size(), -1);
   const bool pass2_runs = o_.output_format != OutputFormat::none;
   if (pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&

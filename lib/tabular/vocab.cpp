@@ -122,7 +122,8 @@ size_t ColumnVocab::finalize(uint64_t min_freq, int64_t id_base, int32_t oov_id)
   int64_t next = id_base;
   for (size_t i = 0; i < values_.size(); ++i) {
     if (counts_[i] >= min_freq) {
-      if (next > std::numeric_limits<int32_t>::max())
+      // The largest ID plus one (num_embeddings) must fit in int32 too.
+      if (next >= std::numeric_limits<int32_t>::max())
         throw Error(Errc::limit_exceeded, "IDs do not fit in int32");
       id[i] = static_cast<int32_t>(next++);
     } else {

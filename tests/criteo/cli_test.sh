@@ -120,6 +120,37 @@ done
 if cmp -s "$T/o15/day_0_sparse.npy" "$T/o17/day_0_sparse.npy"; then echo "FAIL conv_id_base: --id-base 5 changed nothing"; fail=1; fi
 expect conv_own_dir 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" "$S/deepctr_200.tsv" -o "$T/o14"
 contains conv_own_dir "$T/conv_own_dir.err" "holds the --vocab-from vocabulary"
+# The partial checkpoint of an interrupted (or running) run is not its vocabulary: refused.
+cp -r "$T/o14" "$T/o14p"
+/usr/bin/python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+v["days"].append(v["days"][0])  # one day of two done
+json.dump(v, open(sys.argv[1], "w"))' "$T/o14p/vocab/vocab.json"
+expect conv_partial 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14p" "$S/deepctr_200.tsv" -o "$T/o14q"
+contains conv_partial "$T/conv_partial.err" "a partial vocabulary (1 of 2 days)"
+# --emit-binary naming an input would replace it; contradictory options; an OOV ID whose
+# num_embeddings (2^31) int32 cannot hold; --days 0.
+cp "$S/deepctr_200.tsv" "$T/in.tsv"
+expect emit_is_input 2 "$DLPREP" criteo-preprocess --emit-binary "$T/in.tsv" "$T/in.tsv" -o "$T/o14e"
+cmp -s "$S/deepctr_200.tsv" "$T/in.tsv" || { echo "FAIL emit_is_input: the input was replaced"; fail=1; }
+expect log_and_no_log 2 "$DLPREP" criteo-preprocess --no-log --log-offset 3 "$T/in.tsv" -o "$T/o14n"
+expect oov_int32 2 "$DLPREP" criteo-preprocess --oov-id 2147483647 "$T/in.tsv" -o "$T/o14o"
+mkdir -p "$T/days"
+cp "$S/deepctr_200.tsv" "$T/days/day_0"
+expect days_zero 2 "$DLPREP" criteo-preprocess --days 0 "$T/days" -o "$T/o14d"
+contains days_zero "$T/days_zero.err" "--days: must be from 1"
+# The temp files of a killed run (SIGKILL allows no cleanup) go with the next run into OUTDIR,
+# and those of its --emit-binary FILE; another file that looks alike stays.
+mkdir -p "$T/o14k/vocab"
+: > "$T/o14k/.day_0_dense.npy.tmp.AbC123"
+: > "$T/o14k/vocab/.C1_values.npy.tmp.XyZ789"
+: > "$T/o14k/.notes.tmp"
+: > "$T/.k.bin.tmp.Qq1234"
+expect killed_temps 0 "$DLPREP" criteo-preprocess --emit-binary "$T/k.bin" "$T/in.tsv" -o "$T/o14k"
+for f in "$T/o14k/.day_0_dense.npy.tmp.AbC123" "$T/o14k/vocab/.C1_values.npy.tmp.XyZ789" "$T/.k.bin.tmp.Qq1234"; do
+  [ ! -e "$f" ] || { echo "FAIL killed_temps: $f left"; fail=1; }
+done
+[ -e "$T/o14k/.notes.tmp" ] || { echo "FAIL killed_temps: another file removed"; fail=1; }
 # Day files as a shell glob sorts them (day_10 before day_2): a warning, and the run goes on.
 mkdir -p "$T/glob"
 cp "$S/deepctr_200.tsv" "$T/glob/day_10"

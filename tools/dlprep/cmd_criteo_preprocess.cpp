@@ -122,6 +122,8 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
   if (given("--id-base")) o.id_base = c.id_base;
   if (given("--oov-id")) o.oov_id = c.oov_id;
   if (given("--log-offset")) {
+    if (c.no_log)
+      throw Error(Errc::invalid_argument, "--log-offset and --no-log contradict each other");
     o.log_offset = c.log_offset;
     o.apply_log = true;
   }
@@ -215,7 +217,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->type_name("FILE|DIR")
       ->check(CLI::ExistingPath.description(""));
   cmd->add_option("--days", c->days, "read DIR/day_0 .. DIR/day_{N-1} (.gz or not) in order")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(number_in(1, 1000000, true));
   cmd->add_option("-o,--output", c->out_dir, "output directory")->required()->type_name("DIR");
   auto add = [&](CLI::Option* opt) {
     c->given[opt->get_name()] = opt;

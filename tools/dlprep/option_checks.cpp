@@ -41,7 +41,7 @@ bool parse_number(const std::string& text, bool whole, double& value, std::strin
 
 std::string number_text(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
+  std::snprintf(buf, sizeof buf, "%.15g", v);
   return buf;
 }
 

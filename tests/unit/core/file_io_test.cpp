@@ -209,3 +209,17 @@ TEST_CASE("DirectoryLock lets one run at a time write into a directory") {
   CHECK(fs::is_empty(dir));  // and it left no file
   CHECK_THROWS_AS(DirectoryLock(dir / "missing"), Error);
 }
+
+TEST_CASE("remove_dead_temp_files removes what killed AtomicFiles left, and nothing else") {
+  fs::path dir = scratch("dead-temps");
+  fs::create_directories(dir / "sub");
+  for (const char* name : {".a.npy.tmp.AbC123", ".b.bin.tmp.Zz9876", "a.npy", ".a.npy.tmp",
+                           ".a.npy.tmp.toolong7", "sub/.c.tmp.Qq1234"})
+    write_file_atomic(dir / name, ByteSpan());
+  CHECK(remove_dead_temp_files(dir, "b.bin") == 1);  // that target's only
+  CHECK(fs::exists(dir / ".a.npy.tmp.AbC123"));
+  CHECK(remove_dead_temp_files(dir) == 1);
+  CHECK_FALSE(fs::exists(dir / ".a.npy.tmp.AbC123"));
+  for (const char* kept : {"a.npy", ".a.npy.tmp", ".a.npy.tmp.toolong7", "sub/.c.tmp.Qq1234"})
+    CHECK_MESSAGE(fs::exists(dir / kept), kept);  // another name, or below the directory
+}

@@ -129,7 +129,12 @@ TEST_CASE("a rerun removes the files of samples no longer in the source, and onl
   REQUIRE(fs::exists(dst / "data" / "alpha" / "autumn_320x240.l3"));
   fs::remove(src / "alpha" / "autumn_320x240.png");
   std::ofstream(dst / "data" / "mine.txt") << "not the dataset's\n";
+  // What a run killed by SIGKILL left under temporary names goes too.
+  std::ofstream(dst / ".samples.jsonl.tmp.AbC123") << "{";
+  std::ofstream(dst / "data" / ".shard-000000.tar.tmp.XyZ789") << "";
   ConvertResult r = convert_dataset(options(src, dst, "l3"));
+  CHECK_FALSE(fs::exists(dst / ".samples.jsonl.tmp.AbC123"));
+  CHECK_FALSE(fs::exists(dst / "data" / ".shard-000000.tar.tmp.XyZ789"));
   CHECK(r.removed == 1);
   CHECK(r.manifest.samples == 13);
   CHECK_FALSE(fs::exists(dst / "data" / "alpha" / "autumn_320x240.l3"));

@@ -105,11 +105,7 @@ struct Input {
     has = reader->next(current);
     read += has ? 1 : 0;
     if (read > samples || (!has && read < samples))
-      throw Error(Errc::corrupt_data,
-                  (dir / kIndexName).string() + ": " +
-                      (has ? "more samples than" : std::to_string(read) + " samples, not") +
-                      " the " + std::to_string(samples) + " that " + kManifestName +
-                      " counts (a damaged index: convert this part again)");
+      throw record_count_error(dir / kIndexName, read, samples);
   }
 };
 

@@ -130,6 +130,13 @@ bool IndexReader::next(SampleRecord& record) {
   }
 }
 
+Error record_count_error(const fs::path& index, uint64_t records, uint64_t counted) {
+  return corrupt(
+      index.string() + ": " +
+      (records > counted ? "more samples than" : std::to_string(records) + " samples, not") +
+      " the " + std::to_string(counted) + " that " + kManifestName + " counts (a damaged index)");
+}
+
 void Manifest::count(const SampleRecord& r) {
   ++samples;
   bytes += r.bytes;

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/image.hpp"
 
@@ -62,6 +63,11 @@ class IndexReader {
   std::ifstream in_;
   uint64_t line_ = 0;
 };
+
+/// Error(corrupt_data) for an index whose records are not as many as its dataset.json counts
+/// (`records` read; more than `counted` when reading stopped at the first extra one): a damaged
+/// index, never read as a smaller or larger dataset.
+Error record_count_error(const std::filesystem::path& index, uint64_t records, uint64_t counted);
 
 /// Per-format target of a dataset: how its files were encoded. Every file of the format in
 /// data/ was made with this spec (convert-dataset removes them first when the spec changes).

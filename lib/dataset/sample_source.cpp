@@ -222,12 +222,7 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
       fn(std::move(e));
     }
     if (records != dataset_samples_)
-      throw Error(Errc::corrupt_data,
-                  (src_ / kIndexName).string() + ": " +
-                      (records > dataset_samples_ ? "more samples than"
-                                                  : std::to_string(records) + " samples, not") +
-                      " the " + std::to_string(dataset_samples_) + " that " + kManifestName +
-                      " counts (a damaged index)");
+      throw record_count_error(src_ / kIndexName, records, dataset_samples_);
     return;
   }
   std::ifstream file;

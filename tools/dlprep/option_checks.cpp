@@ -4,13 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <string>
 
 namespace dlprep::cli {
 namespace {
 
-// The number in `text`, or "" and `error` set to why it is not one.
+// Reads the number in `text` into `value`; false, with `error` saying why, when it is none.
 bool parse_number(const std::string& text, bool whole, double& value, std::string& error) {
   const char* begin = text.c_str();
   char* end = nullptr;

@@ -7,10 +7,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <regex>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -372,15 +373,30 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
+namespace {
+
+// The NAME of an AtomicFile's temp file ".NAME.tmp.XXXXXX" (mkstemp's six letters and digits);
+// empty for any other file name.
+std::string temp_file_target(const std::string& file) {
+  constexpr std::string_view kTmp = ".tmp.";
+  constexpr size_t kSuffix = 6;
+  if (file.size() < 1 + 1 + kTmp.size() + kSuffix || file[0] != '.') return "";
+  const size_t tmp = file.size() - kSuffix - kTmp.size();
+  if (file.compare(tmp, kTmp.size(), kTmp) != 0) return "";
+  for (size_t i = file.size() - kSuffix; i < file.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(file[i]))) return "";
+  return file.substr(1, tmp - 1);
+}
+
+}  // namespace
+
 uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name) {
-  static const std::regex temp(R"(\.(.+)\.tmp\.[A-Za-z0-9]{6})");
   uint64_t removed = 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::smatch m;
-    const std::string file = it->path().filename().string();
+    const std::string target = temp_file_target(it->path().filename().string());
     std::error_code type_ec;
-    if (!std::regex_match(file, m, temp) || (!name.empty() && m[1].str() != name) ||
+    if (target.empty() || (!name.empty() && target != name) ||
         it->symlink_status(type_ec).type() != fs::file_type::regular)
       continue;
     std::error_code rm_ec;

@@ -2,10 +2,11 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <functional>
-#include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "core/error.hpp"
 #include "dataset/manifest.hpp"
@@ -62,9 +63,29 @@ std::vector<fs::path> orphan_files(const fs::path& dataset_dir, const ListedLoca
   return files;
 }
 
+namespace {
+
+// "part-K-of-N-NNNNNN.tar", as TarShards names a --shard K/N part's shards.
+bool is_part_shard_name(const std::string& name) {
+  size_t at = 0;
+  auto literal = [&](std::string_view s) {
+    if (name.compare(at, s.size(), s) != 0) return false;
+    at += s.size();
+    return true;
+  };
+  auto digits = [&](size_t exactly) {
+    size_t start = at;
+    while (at < name.size() && std::isdigit(static_cast<unsigned char>(name[at]))) ++at;
+    return exactly == 0 ? at > start : at - start == exactly;
+  };
+  return literal("part-") && digits(0) && literal("-of-") && digits(0) && literal("-") &&
+         digits(6) && literal(".tar") && at == name.size();
+}
+
+}  // namespace
+
 std::vector<fs::path> unlisted_part_shards(const fs::path& dataset_dir,
                                            const ListedLocations& listed) {
-  static const std::regex part(R"(part-\d+-of-\d+-\d{6}\.tar)");
   std::vector<fs::path> files;
   if (data_folder(dataset_dir).empty()) return files;
   std::error_code ec;
@@ -73,8 +94,8 @@ std::vector<fs::path> unlisted_part_shards(const fs::path& dataset_dir,
     const std::string name = it->path().filename().string();
     const std::string location = std::string(kDataDir) + "/" + name;
     std::error_code type_ec;
-    if (it->symlink_status(type_ec).type() == fs::file_type::regular &&
-        std::regex_match(name, part) && !listed.contains(location))
+    if (it->symlink_status(type_ec).type() == fs::file_type::regular && is_part_shard_name(name) &&
+        !listed.contains(location))
       files.push_back(it->path());
   }
   return files;

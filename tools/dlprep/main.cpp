@@ -7,7 +7,6 @@
 #include <functional>
 #include <iostream>
 #include <new>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,9 +91,15 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
   // required OUT missing".
   if (size_t at = message.find("At Most 1 required but received"); at != std::string::npos)
     return message.substr(0, at) + "given more than once (it takes one value)";
-  static const std::regex missing(R"(^(.*: )\d+ required (\S+) missing$)");
-  if (std::smatch m; std::regex_match(message, m, missing))
-    return m[1].str() + "its value (" + m[2].str() + ") is missing";
+  if (message.ends_with(" missing")) {
+    // "PREFIX: N required TYPE missing"
+    size_t required = message.find(" required ");
+    size_t colon = message.rfind(": ", required);
+    if (required != std::string::npos && colon != std::string::npos) {
+      std::string type = message.substr(required + 10, message.size() - 8 - required - 10);
+      return message.substr(0, colon + 2) + "its value (" + type + ") is missing";
+    }
+  }
   if (message.find("subcommand is required") == std::string::npos) return message;
   auto [current, rest] = unparsed_words(app);
   const std::string names = command_names(current);

@@ -46,7 +46,10 @@ case "${1:-}" in
     ;;
   test)
     install_packages
-    build build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLPREP_SANITIZE=ON
+    # -O1 -g1: what ASan recommends, with line-numbered stack traces; half the compile time of
+    # -O2 -g (the header-only CLI11 costs ~30 s a file under the sanitizers at -O2), same test time.
+    build build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+      -DDLPREP_SANITIZE=ON
     cd build-test
     exec ctest --output-on-failure -j "$jobs"
     ;;

@@ -295,6 +295,20 @@ void AtomicFile::commit() {
   temp_.clear();
 }
 
+bool AtomicFile::same_as_target() {
+  close();
+  if (temp_.empty()) return false;  // a device or FIFO: written in place already
+  struct stat written {
+  }, target{};
+  if (::stat(temp_.c_str(), &written) != 0) throw io_error(target_, "cannot stat", errno);
+  if (::stat(target_.c_str(), &target) != 0 || !S_ISREG(target.st_mode) ||
+      target.st_size != written.st_size)
+    return false;
+  if (written.st_size == 0) return true;
+  MappedFile ours(temp_), theirs(target_);
+  return std::memcmp(ours.bytes().data(), theirs.bytes().data(), ours.bytes().size()) == 0;
+}
+
 void write_file_atomic(const fs::path& path, ByteSpan bytes) {
   if (path == "-") {
     write_all(STDOUT_FILENO, bytes, "<stdout>");

@@ -79,6 +79,11 @@ class AtomicFile {
   void close();
   /// Flushes, fsyncs nothing (speed; rename is still atomic), closes and renames. Throws Error(io).
   void commit();
+  /// Closes the file, still under its temporary name, and tells whether the target already holds
+  /// exactly these bytes, when a commit would change nothing but the target's mtime: a caller
+  /// that skips it (the temp file goes with the object) keeps reruns from touching their outputs.
+  /// Throws Error(io).
+  bool same_as_target();
 
  private:
   std::filesystem::path target_;

@@ -51,10 +51,12 @@ void MixAssigner::add(std::string_view label, std::string_view key) {
     it->second.offset = unit(mix64(fnv1a(label) ^ mix64(seed_ ^ kClassOffsetSalt)));
   }
   it->second.hashes.push_back(key_hash(key, seed_));
+  all_hashes_.push_back(it->second.hashes.back());
 }
 
 void MixAssigner::finish() {
   for (auto& [label, c] : classes_) std::sort(c.hashes.begin(), c.hashes.end());
+  std::sort(all_hashes_.begin(), all_hashes_.end());
 }
 
 uint64_t MixAssigner::cut(size_t entry, double n, double offset) const {
@@ -101,11 +103,9 @@ uint64_t MixAssigner::shard_size(uint32_t index, uint32_t count) const {
   return total;
 }
 
-bool MixAssigner::is_duplicate(std::string_view label, std::string_view key) const {
-  auto it = classes_.find(std::string(label));
-  if (it == classes_.end()) return false;
+bool MixAssigner::is_duplicate(std::string_view key) const {
   uint64_t h = key_hash(key, seed_);
-  auto [lo, hi] = std::equal_range(it->second.hashes.begin(), it->second.hashes.end(), h);
+  auto [lo, hi] = std::equal_range(all_hashes_.begin(), all_hashes_.end(), h);
   return hi - lo > 1;
 }
 

@@ -18,7 +18,7 @@ uint64_t key_hash(std::string_view key, uint64_t seed);
 /// samples are ordered by key_hash(key, seed) and the order is cut at the cumulative ratios.
 /// Each cut is rounded with a per-class offset in [0, 1) drawn from the seed, so every class is
 /// within one sample of its share and the dataset total is unbiased over many small classes.
-/// Memory: 8 bytes per sample (the hashes), the one structure that grows with the dataset.
+/// Memory: 16 bytes per sample (the hashes), the one structure that grows with the dataset.
 class MixAssigner {
  public:
   /// `ratios` sum to 1 (see parse_mix); throws Error(invalid_argument) if empty.
@@ -46,9 +46,10 @@ class MixAssigner {
   }
   /// Registered samples that shard() puts in shard `index` of `count`.
   uint64_t shard_size(uint32_t index, uint32_t count) const;
-  /// True when another sample registered in the same class has the same key hash (a duplicate
-  /// key, e.g. "a.png" and "a.jpg" in one folder). Thread-safe after finish().
-  bool is_duplicate(std::string_view label, std::string_view key) const;
+  /// True when another sample registered, in any class, has the same key hash: a duplicate key
+  /// ("a.png" and "a.jpg" in one folder; one path listed twice with two labels), which would
+  /// name one data file for two samples. Thread-safe after finish().
+  bool is_duplicate(std::string_view key) const;
   /// Number of classes seen.
   size_t classes() const { return classes_.size(); }
 
@@ -62,6 +63,7 @@ class MixAssigner {
   std::vector<double> cumulative_;
   uint64_t seed_;
   std::unordered_map<std::string, ClassHashes> classes_;
+  std::vector<uint64_t> all_hashes_;  // every class's, sorted: keys are unique across classes
 };
 
 }  // namespace dlprep::dataset

@@ -123,6 +123,8 @@ class Engine {
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
   std::optional<int64_t> old_index_mtime_;
   std::unique_ptr<TarShards> tar_;  // the tar layout's shards, null for the file tree
+  // Set before the first change to the destination; never, in a rerun with nothing to do.
+  std::unique_ptr<IncompleteMark> mark_;
 };
 
 const image::Codec* Engine::target_codec(size_t target) const {
@@ -206,7 +208,9 @@ ConvertResult Engine::run() {
   // manifest names the new spec, so that every file of a format the manifest lists was made
   // with the spec it records, even after an interruption.
   manifest_.tool = o_.tool;
-  manifest_.created = utc_now();
+  // When the dataset was made: a rerun keeps it, so that one with nothing to do changes no byte.
+  manifest_.created =
+      old_manifest_ && !old_manifest_->created.empty() ? old_manifest_->created : utc_now();
   manifest_.source_kind = source_kind_name(source.kind());
   manifest_.source_path = o_.source.string();
   manifest_.seed = o_.seed;
@@ -257,7 +261,11 @@ ConvertResult Engine::run() {
     tar_ = std::make_unique<TarShards>(TarLayout{o_.destination, o_.max_shard_bytes, o_.shard_index,
                                                  o_.shard_count, manifest_.labels},
                                        shards_current && !o_.force);
-  write_manifest(o_.destination, manifest_);
+  // A rerun of a finished conversion with the same options changes nothing until it writes.
+  const bool rerun = old_manifest_ && old_manifest_->complete && !o_.force &&
+                     same_options(*old_manifest_, manifest_);
+  mark_ = std::make_unique<IncompleteMark>(o_.destination, manifest_);
+  if (!rerun) mark_->set();
 
   // Pass 2.
   fs::path index_path = o_.destination / kIndexName;
@@ -360,6 +368,7 @@ ConvertResult Engine::run() {
           tar_->keep(*w.kept, w.record);
         } else {
           Stopwatch write;
+          mark_->set();
           tar_->add(w.record, w.member, w.data);
           result.stage_seconds.write += write.seconds();
           w.data = Bytes();
@@ -376,15 +385,19 @@ ConvertResult Engine::run() {
     o_.warning(std::to_string(wide) + (wide == 1 ? " sample has" : " samples have") +
                " more than 8 bits per sample (the first: " + first_wide +
                "), read as 8 bits: their files are not lossless of them");
+  const bool same_index = rerun && !mark_->is_set() && index.same_as_target();
+  if (!same_index) mark_->set();
   if (tar_) manifest_.shard_files = tar_->finish();
   // Read from the old index, before the new one replaces it (tar shards: TarShards' own).
   const std::vector<fs::path> orphans =
       tar_ ? std::vector<fs::path>() : orphan_files(o_.destination, listed);
-  index.commit();
+  if (!orphans.empty()) mark_->set();
+  if (!same_index) index.commit();
   result.removed = remove_files(o_.destination, orphans);
   manifest_.failed = result.failed;
   manifest_.complete = true;
-  write_manifest(o_.destination, manifest_);
+  if (mark_->is_set() || manifest_to_json(manifest_) != manifest_to_json(*old_manifest_))
+    write_manifest(o_.destination, manifest_);
   result.manifest = manifest_;
   return result;
 }
@@ -480,7 +493,7 @@ void Engine::process(Work& w) const {
   const image::Codec* target = image::find_codec(t.format);
   const std::string& key = w.entry.key;
   check_location(key);
-  if (assigner_->is_duplicate(w.entry.label, key))
+  if (assigner_->is_duplicate(key))
     throw Error(Errc::corrupt_data, "sample key '" + key +
                                         "' is not unique (another source file has the same "
                                         "path without its extension)");
@@ -547,6 +560,7 @@ void Engine::process(Work& w) const {
     if (encoded.empty()) encoded.assign(bytes.begin(), bytes.end());
     w.data = std::move(encoded);
   } else {
+    mark_->set();
     w.writing = true;
     AtomicFile file(o_.destination / location);
     file.write(bytes);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -67,12 +68,13 @@ std::string difference(const Manifest& a, const Manifest& b) {
 
 // Places `from` at `to`: an existing identical inode is kept; otherwise a hard link (or a copy)
 // is made under a temporary name and renamed over `to`, so `to` is always a complete file.
-void place(const fs::path& from, const fs::path& to) {
+void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   struct stat a {
   }, b{};
   if (::stat(from.c_str(), &a) != 0)
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno));
   if (::stat(to.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return;
+  mark.set();
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
   if (ec)
@@ -118,6 +120,8 @@ MergeResult merge_datasets(const MergeOptions& o) {
     std::error_code ec;
     if (fs::exists(o.output, ec) && fs::equivalent(dir, o.output, ec))
       throw bad(dir.string() + ": the output cannot be one of the inputs");
+    if (!fs::exists(dir, ec))
+      throw Error(Errc::io, dir.string() + ": cannot open: No such file or directory");
     if (!is_dataset(dir)) throw bad(dir.string() + ": not a dlprep dataset (no dataset.json)");
     manifests.push_back(read_manifest(dir));
     const Manifest& m = manifests.back();
@@ -153,9 +157,14 @@ MergeResult merge_datasets(const MergeOptions& o) {
   DirectoryLock lock(o.output);
   remove_dead_temp_files(o.output);  // a killed merge's index or manifest (the lock: no live one)
 
+  std::optional<Manifest> old;  // an earlier merge's, to leave alone if nothing changes
+  try {
+    if (is_dataset(o.output)) old = read_manifest(o.output);
+  } catch (const Error&) {
+  }
   Manifest merged = first;
   merged.tool = o.tool;
-  merged.created = utc_now();
+  merged.created = old && !old->created.empty() ? old->created : utc_now();
   merged.complete = false;
   merged.shard_index = 0;
   merged.shard_count = 1;
@@ -169,7 +178,9 @@ MergeResult merge_datasets(const MergeOptions& o) {
   }
   uint64_t total = 0;
   for (const auto& m : manifests) total += m.samples;
-  write_manifest(o.output, merged);
+  const bool rerun = old && old->complete && same_options(*old, merged);
+  IncompleteMark mark(o.output, merged);
+  if (!rerun) mark.set();
 
   std::vector<Input> inputs(o.inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -194,7 +205,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
                                           "') is out of order or in two shards");
     last = r.ordinal;
     check_location(r.location);
-    place(next->dir / r.location, o.output / r.location);
+    place(next->dir / r.location, o.output / r.location, mark);
     listed.add(r.location);
     lines += format_record(r);
     lines += '\n';
@@ -208,16 +219,19 @@ MergeResult merge_datasets(const MergeOptions& o) {
   }
   index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   const std::vector<fs::path> orphans = orphan_files(o.output, listed);  // from the old index
-  index.commit();
-  MergeResult result;
   // Tar parts: also the shards of an earlier merge that stopped before its index named them.
   std::vector<fs::path> stale = orphans;
   if (merged.layout == "tar")
     for (const fs::path& shard : unlisted_part_shards(o.output, listed))
       if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
+  const bool same_index = rerun && !mark.is_set() && index.same_as_target();
+  if (!same_index || !stale.empty()) mark.set();
+  if (!same_index) index.commit();
+  MergeResult result;
   result.removed = remove_files(o.output, stale);
   merged.complete = true;
-  write_manifest(o.output, merged);
+  result.up_to_date = !mark.is_set() && manifest_to_json(merged) == manifest_to_json(*old);
+  if (!result.up_to_date) write_manifest(o.output, merged);
   result.manifest = std::move(merged);
   return result;
 }

@@ -21,6 +21,7 @@ struct MergeOptions {
 struct MergeResult {
   Manifest manifest;     ///< the merged dataset's
   uint64_t removed = 0;  ///< files of OUTPUT's previous merge that its new index does not name
+  bool up_to_date = false;  ///< OUTPUT was this merge already: no file of it was touched
 };
 
 /// Checks that the inputs are the complete, distinct shards 0..N-1 of one conversion (same

@@ -269,6 +269,29 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
                     ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
+bool same_options(Manifest a, Manifest b) {
+  for (Manifest* m : {&a, &b}) {
+    m->complete = false;
+    m->samples = m->bytes = m->failed = m->shard_files = 0;
+    m->formats.clear();
+    m->classes.clear();
+  }
+  return manifest_to_json(a) == manifest_to_json(b);
+}
+
+IncompleteMark::IncompleteMark(fs::path dataset_dir, Manifest manifest)
+    : dir_(std::move(dataset_dir)), manifest_(std::move(manifest)) {
+  manifest_.complete = false;
+}
+
+void IncompleteMark::set() {
+  if (set_.load()) return;
+  std::lock_guard lock(mutex_);
+  if (set_.load()) return;
+  write_manifest(dir_, manifest_);
+  set_ = true;
+}
+
 bool is_dataset(const fs::path& dir) {
   std::error_code ec;
   return fs::is_regular_file(dir / kManifestName, ec);

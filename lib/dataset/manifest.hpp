@@ -3,11 +3,13 @@
 // that millions of samples never have to be held in memory).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,6 +127,27 @@ Manifest read_manifest(const std::filesystem::path& dataset_dir);
 void write_manifest(const std::filesystem::path& dataset_dir, const Manifest& manifest);
 /// True when DIR/dataset.json exists.
 bool is_dataset(const std::filesystem::path& dir);
+/// True when two manifests record the same options (all but what a run counts, and whether it
+/// finished): a rerun with them may find nothing to do.
+bool same_options(Manifest a, Manifest b);
+
+/// The manifest of a run that updates a dataset, written "incomplete" before the run's first
+/// change to it (a data file written or removed, a new index), so that an interrupted run is never
+/// taken for a finished one. A rerun that finds nothing to do never sets it, and leaves every file
+/// of the dataset as it was: a Makefile, rsync or a checksum cache sees nothing new. Thread-safe.
+class IncompleteMark {
+ public:
+  IncompleteMark(std::filesystem::path dataset_dir, Manifest manifest);
+  /// Writes the manifest (as incomplete) the first time; throws Error(io).
+  void set();
+  bool is_set() const { return set_.load(); }
+
+ private:
+  std::filesystem::path dir_;
+  Manifest manifest_;
+  std::mutex mutex_;
+  std::atomic<bool> set_{false};
+};
 
 /// "1a2b3c4d".
 std::string crc32_hex(uint32_t crc);

@@ -112,6 +112,8 @@ struct DayStats {
 struct PreprocessStats {
   std::vector<DayStats> days;
   uint64_t rows = 0;
+  /// Rows of the days this run wrote (not those up to date): what a rate is measured over.
+  uint64_t rows_written() const;
   uint64_t bad_rows = 0;
   std::array<uint64_t, kNumSparse> cardinality{};  ///< distinct values per column (pass 1)
   std::array<uint64_t, kNumSparse> kept{};         ///< of which kept (count >= min_freq)

@@ -2,6 +2,8 @@
 // file, written atomically and indented.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,12 +16,18 @@ namespace dlprep::tabular {
 
 /// Throws Error(io) when the file cannot be opened, Error(corrupt_data) when it is not JSON.
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
+  errno = 0;
   std::ifstream in(p);
-  if (!in) throw Error(Errc::io, p.string() + ": cannot open");
+  if (!in)
+    throw Error(Errc::io, p.string() + ": cannot open" +
+                              (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(Errc::corrupt_data, p.string() + ": " + e.what());
+    // "[json.exception.parse_error.101] parse error at line 2, ...": the library's tag is noise.
+    std::string what = e.what();
+    if (what.starts_with("[json.")) what.erase(0, what.find("] ") + 2);
+    throw Error(Errc::corrupt_data, p.string() + ": not valid JSON (" + what + ")");
   }
 }
 

@@ -1172,6 +1172,12 @@ PreprocessStats Run::execute() {
 
 }  // namespace
 
+uint64_t PreprocessStats::rows_written() const {
+  uint64_t n = 0;
+  for (const DayStats& d : days) n += d.skipped ? 0 : d.rows;
+  return n;
+}
+
 std::string PreprocessStats::to_json() const {
   json days_j = json::array();
   for (const auto& d : days)
@@ -1198,7 +1204,10 @@ std::string PreprocessStats::to_json() const {
             {"pass1_seconds", pass1_seconds},
             {"pass2_seconds", pass2_seconds},
             {"total_seconds", total_seconds},
-            {"rows_per_s", total_seconds > 0 ? static_cast<double>(rows) / total_seconds : 0.0},
+            // null when every day was up to date: no rows were read to measure a rate on
+            {"rows_per_s", rows_written() > 0 && total_seconds > 0
+                               ? json(static_cast<double>(rows_written()) / total_seconds)
+                               : json(nullptr)},
             {"phases", phases},
             {"vocab_reused", vocab_reused},
             {"days_resumed_in_pass1", days_resumed_in_pass1},

@@ -38,7 +38,14 @@ expect bad_format 2 "$DLPREP" criteo-preprocess --output-format csv "$S/deepctr_
 expect dlrm_needs_no_log 2 "$DLPREP" criteo-preprocess --output-format dlrm "$S/deepctr_200.tsv" -o "$T/o1"
 expect split_needs_log 2 "$DLPREP" criteo-preprocess --output-format split --no-log "$S/deepctr_200.tsv" -o "$T/o1"
 contains split_needs_log "$T/split_needs_log.err" "float16 after the log"
-expect missing_input 2 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
+# A missing input is a failure (1) naming it, as in every command, not a usage error (2).
+expect missing_input 1 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
+contains missing_input "$T/missing_input.err" "nope.tsv: cannot open: No such file or directory"
+expect missing_vocab_from 1 "$DLPREP" criteo-preprocess --vocab-from "$T/nope" "$S/deepctr_200.tsv" -o "$T/o1"
+contains missing_vocab_from "$T/missing_vocab_from.err" "vocab.json: cannot open: No such file or directory"
+mkdir -p "$T/badvocab/vocab" && echo '{' > "$T/badvocab/vocab/vocab.json"
+expect bad_vocab_json 1 "$DLPREP" criteo-preprocess --vocab-from "$T/badvocab" "$S/deepctr_200.tsv" -o "$T/o1"
+contains bad_vocab_json "$T/bad_vocab_json.err" "vocab.json: not valid JSON (parse error at line 2"
 # The DeepCTR sample as published (CSV with a header) is not Criteo TSV: exit 1, file:line (after
 # an empty day).
 : > "$T/empty.tsv"
@@ -159,7 +166,11 @@ expect day_order 0 "$DLPREP" criteo-preprocess "$T/glob"/day_* -o "$T/o18"
 contains day_order "$T/day_order.err" "warning: .*day_10 comes before day_2"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
-contains rerun "$T/rerun.out" "vocabulary reused"
+# No rate for rows that were not read again.
+contains rerun "$T/rerun.out" "^1000 rows, every day up to date (checked in "
+expect rerun_json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
+contains rerun_json "$T/rerun_json.out" '"rows_per_s": null'
+contains rerun_json "$T/rerun_json.out" '"vocab_reused": true' 
 # The dlrm layout comes with DLRM's table sizes file, day_fea_count.npz.
 expect dlrm_counts 0 "$DLPREP" criteo-preprocess --preset dlrm "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o18"
 if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then

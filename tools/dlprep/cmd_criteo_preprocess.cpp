@@ -86,7 +86,11 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
   if (!c.preset.empty()) apply_preset(c.preset, o);
   if (c.days > 0) {
     // --days N: INPUT is the directory of the Criteo 1TB release, day_0 .. day_{N-1} (.gz or not).
-    if (c.inputs.size() != 1 || !std::filesystem::is_directory(c.inputs[0]))
+    if (c.inputs.size() != 1)
+      throw Error(Errc::invalid_argument, "--days needs exactly one INPUT, a directory");
+    if (!std::filesystem::exists(c.inputs[0]))
+      throw Error(Errc::io, c.inputs[0] + ": cannot open: No such file or directory");
+    if (!std::filesystem::is_directory(c.inputs[0]))
       throw Error(Errc::invalid_argument, "--days needs exactly one INPUT, a directory");
     for (unsigned d = 0; d < c.days; ++d) {
       std::filesystem::path base =
@@ -191,12 +195,24 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
                                  : "pass 1 " + format_fixed(stats.pass1_seconds, 3) + " s" +
                                        (stats.vocab_reused ? " (vocabulary reused)" : "") +
                                        ", pass 2 " + format_fixed(stats.pass2_seconds, 3) + " s";
-  std::printf(
-      "%llu rows in %s s (%s rows/s, %s; %s), peak RSS %s\n",
-      static_cast<unsigned long long>(stats.rows), format_fixed(stats.total_seconds, 3).c_str(),
-      format_fixed(stats.total_seconds > 0 ? stats.rows / stats.total_seconds : 0, 0).c_str(),
-      stats.device == "cpu" ? (std::to_string(stats.threads) + " threads").c_str() : "cuda",
-      passes.c_str(), format_bytes(stats.peak_rss_bytes).c_str());
+  const uint64_t written = stats.rows_written();
+  if (written == 0) {
+    std::printf("%llu rows, every day up to date (checked in %s s), peak RSS %s\n",
+                static_cast<unsigned long long>(stats.rows),
+                format_fixed(stats.total_seconds, 3).c_str(),
+                format_bytes(stats.peak_rss_bytes).c_str());
+  } else {
+    // The rate is over the rows of the days written: up-to-date days were not read again.
+    const std::string rows =
+        std::to_string(stats.rows) +
+        (written < stats.rows ? " rows (" + std::to_string(written) + " written)" : " rows");
+    std::printf(
+        "%s in %s s (%s rows/s, %s; %s), peak RSS %s\n", rows.c_str(),
+        format_fixed(stats.total_seconds, 3).c_str(),
+        format_fixed(stats.total_seconds > 0 ? written / stats.total_seconds : 0, 0).c_str(),
+        stats.device == "cpu" ? (std::to_string(stats.threads) + " threads").c_str() : "cuda",
+        passes.c_str(), format_bytes(stats.peak_rss_bytes).c_str());
+  }
   // What the trainer's embedding tables need (TorchRec's flag of the same name).
   std::string sizes;
   for (uint64_t n : stats.num_embeddings) sizes += (sizes.empty() ? "" : ",") + std::to_string(n);
@@ -214,8 +230,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
                   "day files in day order: TSV, gzip TSV or dlprep binary rows (with --days: "
                   "the directory holding day_0, day_1, ...)")
       ->required()
-      ->type_name("FILE|DIR")
-      ->check(CLI::ExistingPath.description(""));
+      ->type_name("FILE|DIR");
   cmd->add_option("--days", c->days, "read DIR/day_0 .. DIR/day_{N-1} (.gz or not) in order")
       ->type_name("N")
       ->check(number_in(1, 1000000, true));
@@ -260,7 +275,6 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_option("--vocab-from", c->vocab_from,
                   "apply the vocabulary of an earlier run (its OUTDIR or OUTDIR/vocab), with "
                   "that run's IDs, log and layout unless given again")
-      ->check(CLI::ExistingDirectory.description(""))
       ->type_name("DIR");
   cmd->add_option("--split-last", c->split_last,
                   "split the last input into halves: test-val (DLRM/MLPerf-v1) or val-test "

@@ -145,7 +145,8 @@ int run_merge(const DatasetOptions& o, const Globals& globals) {
   if (globals.json) {
     Json doc = {
         {"schema", "dlprep.dataset-merge/1"}, {"output", o.output},    {"inputs", o.inputs},
-        {"samples", merged.samples},          {"bytes", merged.bytes}, {"removed", result.removed}};
+        {"samples", merged.samples},          {"bytes", merged.bytes}, {"removed", result.removed},
+        {"up_to_date", result.up_to_date}};
     print_json(doc);
   } else {
     std::string removed = result.removed > 0
@@ -153,7 +154,8 @@ int run_merge(const DatasetOptions& o, const Globals& globals) {
                                     " files of its previous merge removed (no longer in the parts)"
                               : "";
     print_note(globals, "dataset merge: " + std::to_string(o.inputs.size()) + " shards, " +
-                            std::to_string(merged.samples) + " samples into " + o.output + removed);
+                            std::to_string(merged.samples) + " samples into " + o.output + removed +
+                            (result.up_to_date ? " (up to date)" : ""));
   }
   return kExitOk;
 }

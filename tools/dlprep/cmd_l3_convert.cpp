@@ -128,7 +128,7 @@ class Converter {
 
  private:
   void convert_one(const InputFile& input, Outcome& outcome, unsigned threads);
-  bool has_requested_patch(const std::filesystem::path& output) const;
+  bool output_is_as_requested(const fs::path& output, const ImageShape& shape) const;
   Image decode_on_device(ByteSpan file);
   // Claims an output path; two inputs writing the same output is an error for the second.
   void claim(const fs::path& output, const InputFile& input);
@@ -236,14 +236,22 @@ void Converter::claim(const fs::path& output, const InputFile& input) {
                                             it->second.string() + "; skipped");
 }
 
-// An L3 output newer than its input is still stale when it was made with another patch size
-// (`--patch 8` after a default encode): reading its header is enough to tell.
-bool Converter::has_requested_patch(const std::filesystem::path& output) const {
+// An output newer than its input is still stale when it is not what this run would write: an
+// L3 file of another patch size (`--patch 8` after a default encode), a decoded image in another
+// format or shape (`--to raw` after `--to png` into one name), or any other file.
+bool Converter::output_is_as_requested(const fs::path& output, const ImageShape& shape) const {
   try {
     MappedFile file(output);
-    l3::FileInfo info = l3::inspect(file.bytes());
-    uint32_t want = patch_ != 0 ? patch_ : l3::auto_patch_size(info.shape.width, info.shape.height);
-    return info.patch == want;
+    if (direction_ == Direction::encode) {
+      l3::FileInfo info = l3::inspect(file.bytes());
+      uint32_t want =
+          patch_ != 0 ? patch_ : l3::auto_patch_size(info.shape.width, info.shape.height);
+      return info.patch == want;
+    }
+    if (target_ == "raw") return file.bytes().size() == shape.pixel_bytes();
+    const image::Codec* codec = image::sniff_codec(file.bytes());
+    return codec && codec == image::find_codec(target_) &&
+           codec->probe(file.bytes()).shape == shape;
   } catch (const Error&) {
     return false;  // unreadable: converted again
   }
@@ -272,7 +280,7 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
                 "the output " + display_path(outcome.output) + " is the input file itself");
   if (!options_.force && input.path != "-" && outcome.output != "-" &&
       is_up_to_date(outcome.output, {input.path}) &&
-      (!encoding || has_requested_patch(outcome.output))) {
+      output_is_as_requested(outcome.output, outcome.shape)) {
     outcome.status = Outcome::skipped;
     return;
   }

@@ -1,7 +1,10 @@
 // dlprep profile-mix DATASET: the format mix that balances storage against decode CPU
 // (man/dlprep-profile-mix.1). The work is lib/profile/profile_mix.cpp's.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -9,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "dataset/target_spec.hpp"
+#include "image/codec.hpp"
 #include "option_checks.hpp"
 #include "output.hpp"
 #include "profile/profile_mix.hpp"
@@ -42,6 +46,27 @@ std::vector<dataset::TargetSpec> parse_formats(const std::string& text) {
   return out;
 }
 
+// The report and the plot may not replace what is profiled: the list file, anything in the
+// profiled folder (an image, a dataset's dataset.json), or an image named by a list.
+void check_not_an_input(const std::string& flag, const std::string& output,
+                        const std::string& dataset) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(output, ec);
+  const fs::path in = fs::weakly_canonical(dataset, ec);
+  if (ec) return;  // the dataset's own error comes next
+  const auto [in_end, out_end] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
+  if (in_end == in.end())
+    throw Error(Errc::invalid_argument, flag + " " + output + ": " +
+                                            (out == in ? "is the dataset being profiled"
+                                                       : "is inside the dataset being profiled"));
+  if (!fs::is_regular_file(out, ec)) return;
+  MappedFile existing(out);
+  if (image::sniff_codec(existing.bytes()))
+    throw Error(Errc::invalid_argument,
+                flag + " " + output + ": is an image (one being profiled?)");
+}
+
 int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   profile::ProfileOptions p;
   p.dataset = o.dataset;
@@ -58,26 +83,39 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   p.pass_repeats = o.repeats;
   p.work_dir = o.work_dir;
   if (!std::filesystem::exists(o.dataset))
-    throw Error(Errc::io, o.dataset + ": no such file or directory");
+    throw Error(Errc::io, o.dataset + ": cannot open: No such file or directory");
+  if (o.output != "-" && !o.output.empty()) check_not_an_input("-o", o.output, o.dataset);
+  if (!o.plot.empty()) check_not_an_input("--plot", o.plot, o.dataset);
+  std::error_code same_ec;
+  if (!o.output.empty() && !o.plot.empty() &&
+      std::filesystem::weakly_canonical(o.output, same_ec) ==
+          std::filesystem::weakly_canonical(o.plot, same_ec))
+    throw Error(Errc::invalid_argument, "-o and --plot name the same file: " + o.plot);
+  // Both outputs are opened before the measuring (an unwritable one fails now, not minutes
+  // later) and appear together: never a report without the plot that failed.
+  std::optional<AtomicFile> report_file, plot_file;
+  if (!o.output.empty() && o.output != "-") report_file.emplace(o.output);
+  if (!o.plot.empty()) plot_file.emplace(o.plot);
   Progress progress(globals, kCommand, 0, "steps");
   if (progress.enabled())
     p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   profile::ProfileReport r = profile::profile_mix(p);
   progress.finish();
   std::string json = profile::report_to_json(r);
+  if (report_file)
+    report_file->write(ByteSpan(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
+  if (plot_file) {
+    std::string svg = profile::plot_svg(r);
+    plot_file->write(ByteSpan(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
+  }
+  {
+    auto hold = defer_interrupts();
+    if (report_file) report_file->commit();
+    if (plot_file) plot_file->commit();
+  }
   if (o.output == "-") {
     // The report in place of the result (it is what --json prints): stdout holds one document.
     print_json(Json::parse(json));
-  } else if (!o.output.empty()) {
-    auto hold = defer_interrupts();
-    write_file_atomic(o.output, ByteSpan(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
-  }
-  if (!o.plot.empty()) {
-    std::string svg = profile::plot_svg(r);
-    auto hold = defer_interrupts();
-    write_file_atomic(o.plot, ByteSpan(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
-  }
-  if (o.output == "-") {
   } else if (globals.json) {
     print_json(Json::parse(json));
   } else {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <set>
 #include <utility>
 
 #include "core/error.hpp"
@@ -96,6 +97,12 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
     if (found.empty() && empty_dirs) empty_dirs->push_back(arg);
     files.insert(files.end(), found.begin(), found.end());
   }
+  // A file named twice (`$(wildcard *.png) $(CHANGED)` in a Makefile) is one input, not two
+  // writers of one output.
+  std::set<std::pair<fs::path, fs::path>> seen;
+  std::erase_if(files, [&seen](const InputFile& f) {
+    return f.path != "-" && !seen.emplace(f.path.lexically_normal(), f.relative).second;
+  });
   return files;
 }
 

@@ -2,8 +2,10 @@
 // codes (man/dlprep.1, EXIT STATUS). Each subcommand lives in its own cmd_<name>.cpp.
 #include <malloc.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <new>
@@ -100,6 +102,15 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
       return message.substr(0, colon + 2) + "its value (" + type + ") is missing";
     }
   }
+  if (message.ends_with(" is required") &&
+      message.find("subcommand is required") == std::string::npos) {
+    // "FILE is required" when the file was given but taken for an option: `info -a.png`.
+    auto [current, rest] = unparsed_words(app);
+    if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
+      return "unknown option '" + rest.front() + "' (a file whose name starts with '-': write ./" +
+             rest.front() + " or -- " + rest.front() + ")";
+    return message;
+  }
   if (message.find("subcommand is required") == std::string::npos) return message;
   auto [current, rest] = unparsed_words(app);
   const std::string names = command_names(current);
@@ -129,6 +140,25 @@ int usage_error(const std::string& path, const std::string& message) {
 int finish(int code) {
   if (!close_stdout()) code = worse_exit(code, kExitFailure);
   return code;
+}
+
+// The kernel caps tests and benchmarks set: a misspelt one would silently measure the widest.
+void check_isa_variables() {
+  struct Variable {
+    const char* name;
+    std::vector<std::string> values;
+  };
+  for (const Variable& v : {Variable{"DLPREP_L3_ISA", {"scalar", "avx2", "gfni"}},
+                            Variable{"DLPREP_CRITEO_ISA", {"scalar", "avx512"}}}) {
+    const char* value = std::getenv(v.name);
+    if (!value || !*value || std::find(v.values.begin(), v.values.end(), value) != v.values.end())
+      continue;
+    std::string expected;
+    for (const std::string& allowed : v.values)
+      expected += (expected.empty() ? "" : ", ") + allowed;
+    throw Error(Errc::invalid_argument, std::string(v.name) + ": unknown value '" + value +
+                                            "' (expected " + expected + ")");
+  }
 }
 
 }  // namespace
@@ -192,6 +222,7 @@ int run(int argc, char** argv) {
     for (const auto& [name, act] : actions)
       if (app.get_subcommand(name)->parsed()) action = &act;
     if (!action) throw Error(Errc::internal, "no subcommand was selected");
+    check_isa_variables();
     code = (*action)(globals);
   } catch (const Error& e) {
     if (e.code() == Errc::invalid_argument) {

@@ -59,10 +59,14 @@ CLI::Validator checked(bool whole, std::function<std::string(double)> check) {
 
 const CLI::Validator kNotNegative(
     [](const std::string& text) {
-      return text.find_first_not_of(" \t") != std::string::npos &&
-                     text[text.find_first_not_of(" \t")] == '-'
-                 ? std::string("must not be negative")
-                 : std::string();
+      const size_t first = text.find_first_not_of(" \t");
+      if (first != std::string::npos && text[first] == '-')
+        return std::string("must not be negative");
+      errno = 0;
+      char* end = nullptr;
+      std::strtoull(text.c_str(), &end, 0);  // CLI11 would store 2^64 - 1 for anything larger
+      if (errno == ERANGE) return "'" + text + "' is out of range (0 to 2^64 - 1)";
+      return std::string();
     },
     "");
 

@@ -6,7 +6,8 @@
 
 namespace dlprep::cli {
 
-/// For unsigned options: CLI11 reads "-1" as 2^64 - 1, a surprise rather than an error.
+/// For unsigned options: CLI11 reads "-1" as 2^64 - 1, and 2^64 or more as 2^64 - 1 (two seeds
+/// giving one dataset), surprises rather than errors.
 extern const CLI::Validator kNotNegative;
 
 /// A finite number from `lo` to `hi` ("'abc' is not a number", "must be from 1 to 100"); with

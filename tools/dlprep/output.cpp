@@ -302,6 +302,9 @@ void install_interrupt_handler() {
   // A thread that waits for the signals (blocked everywhere else) can take locks, unlike a signal
   // handler: that is what lets it wait for a temp file to be registered or renamed, so no worker
   // is ever caught between creating its temp file and registering it for cleanup.
+  // Past a file-size limit (ulimit -f), a write fails with EFBIG and the usual error path removes
+  // the temp file; SIGXFSZ's default action would kill the process and leave it behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
@@ -326,7 +329,9 @@ bool close_stdout() {
     err = errno;
   }
   if (std::ferror(stdout)) ok = false;
-  if (std::fclose(stdout) != 0 && ok) {
+  // EBADF from the close alone: stdout was closed (`>&-`) and nothing was written to it through
+  // stdio (a failed direct write was reported where it happened).
+  if (std::fclose(stdout) != 0 && ok && errno != EBADF) {
     ok = false;
     err = errno;
   }

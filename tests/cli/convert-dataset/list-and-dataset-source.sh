@@ -10,3 +10,13 @@ dlprep -q convert-dataset ds ds-bmp --to bmp
 json_check 'd["source"]["kind"] == "dataset" and d["formats"]["bmp"]["samples"] == 2' <ds-bmp/dataset.json
 dlprep -q dataset verify ds-bmp
 expect_exit 2 dlprep -q convert-dataset "$SAMPLE_DATA/images/kay_256x256.png" x --to l3
+
+# One key in two entries (one path listed with two labels, or a.png and a.bmp) would name one data
+# file for two samples: both are errors, as for a.png and a.jpg in one folder of a tree.
+cp "$SAMPLE_DATA/images/kay_256x256.png" a.png
+cp "$SAMPLE_DATA/images/onestandsout_161x121.bmp" a.bmp
+printf 'a.png\tcat\na.bmp\tdog\n' >dup.txt
+expect_exit 1 dlprep -q convert-dataset dup.txt dup --to l3 2>err.txt
+grep -q "sample key 'a' is not unique" err.txt
+printf 'a.png\tcat\na.png\tdog\n' >dup2.txt
+expect_exit 1 dlprep -q convert-dataset dup2.txt dup2 --mix l3:1,png:1

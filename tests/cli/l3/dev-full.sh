@@ -27,3 +27,18 @@ json_check '[f["status"] for f in d["files"]] == ["encoded", "failed", "not_star
 rm out/img2.l3
 dlprep -q -j1 l3 encode tree -o out
 [ "$(ls out | wc -l)" = 4 ] || fail "the rerun did not complete the tree"
+
+# A file-size limit (ulimit -f) is a write error like a full disk, not a SIGXFSZ kill that would
+# leave the temp file behind.
+make_pnm big.ppm 300 300 3 7
+code=0
+(ulimit -f 50; exec dlprep -q l3 encode big.ppm -o lim/big.l3) 2>err-limit.txt || code=$?
+[ "$code" = 1 ] || fail "encode past ulimit -f exited $code, expected 1: $(cat err-limit.txt)"
+grep -q "File too large" err-limit.txt || fail "$(cat err-limit.txt)"
+[ -z "$(ls -A lim)" ] || fail "left behind: $(ls -A lim)"
+
+# Standard output closed (`>&-`): one error line for the failed write, not a second at exit.
+code=0
+dlprep -q l3 encode a.ppm -o - >&- 2>err-closed.txt || code=$?
+[ "$code" = 1 ] || fail "closed stdout exited $code"
+[ "$(grep -c 'error' err-closed.txt)" = 1 ] || fail "$(cat err-closed.txt)"

@@ -7,5 +7,6 @@ expect_exit 2 dlprep l3 encode -o out.l3
 expect_exit 2 dlprep l3 encode a.ppm -o out.l3 --patch 7
 expect_exit 2 dlprep l3 encode a.ppm -o out.l3 --patch 512
 expect_exit 2 dlprep l3 encode a.ppm -o out.l3 --patch big
-expect_exit 2 dlprep l3 encode a.ppm a.ppm -o -
+cp a.ppm b.ppm
+expect_exit 2 dlprep l3 encode a.ppm b.ppm -o -
 [ ! -e out.l3 ] || fail "output written despite a usage error"

@@ -52,3 +52,19 @@ ln -s ../tree/cls linked/cls
 ln -s . linked/loop
 dlprep -q l3 encode linked -o linked-l3
 [ "$(cd linked-l3 && find . -type f | sort)" = "./cls/x.l3" ] || fail "$(find linked-l3 -type f)"
+
+# Decode: an output newer than its input is up to date only if it is what --to asks for: the
+# same name with another --to (raw after png), or an empty file, is decoded again.
+dlprep -q l3 decode p.l3 -o pixels.bin --to png
+dlprep l3 decode p.l3 -o pixels.bin --to raw 2>err9.txt
+grep -q '^l3 decode: 1 file decoded' err9.txt || fail "--to raw after png: $(cat err9.txt)"
+[ "$(stat -c %s pixels.bin)" = 1200 ] || fail "pixels.bin is not 20x20x3 raw pixels"
+dlprep l3 decode p.l3 -o pixels.bin --to raw 2>err10.txt
+grep -q 'skipped 1 up to date' err10.txt || fail "raw rerun: $(cat err10.txt)"
+sleep 0.02; : >empty.png
+dlprep l3 decode p.l3 -o empty.png 2>err11.txt
+grep -q '^l3 decode: 1 file decoded' err11.txt || fail "an empty output was up to date: $(cat err11.txt)"
+
+# A file named twice (a Makefile's `$(wildcard *.ppm) $(CHANGED)`) is converted once: exit 0.
+dlprep l3 encode --force a.ppm a.ppm ./a.ppm -o twice/ 2>err12.txt
+grep -q '^l3 encode: 1 file encoded' err12.txt || fail "a.ppm named twice: $(cat err12.txt)"

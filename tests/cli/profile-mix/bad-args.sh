@@ -37,3 +37,22 @@ check_message "--output: its value (FILE) is missing" -o
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --no-verify --sample 1e3 2>/dev/null
 dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 010 --storage-bw 50MB/s \
   --no-verify | json_check 'd["sample_images"] == 8'
+
+# The report and the plot never replace what is profiled (a dataset's dataset.json, an image of
+# the tree, an image a list names): exit 2 before any measuring.
+mkdir -p tree/cat
+cp "$SAMPLE_DATA/images/kay_256x256.png" tree/cat/a.png
+cp "$SAMPLE_DATA/images/kay_256x256.png" listed.png
+printf 'listed.png\tcat\n' >list.txt
+expect_exit 2 dlprep profile-mix tree --no-verify -o tree/cat/a.png 2>err-in.txt
+grep -q "is inside the dataset being profiled" err-in.txt || fail "$(cat err-in.txt)"
+expect_exit 2 dlprep profile-mix tree --no-verify --plot tree/plot.svg
+expect_exit 2 dlprep profile-mix list.txt --no-verify -o list.txt
+expect_exit 2 dlprep profile-mix list.txt --no-verify -o listed.png
+cmp "$SAMPLE_DATA/images/kay_256x256.png" tree/cat/a.png || fail "an input was written over"
+cmp "$SAMPLE_DATA/images/kay_256x256.png" listed.png || fail "a listed image was written over"
+
+# A plot that cannot be written fails at once, and leaves no report either.
+touch not-a-dir
+expect_exit 1 dlprep profile-mix tree --no-verify -o r.json --plot not-a-dir/p.svg
+[ ! -e r.json ] || fail "report left by a run that failed"

@@ -107,15 +107,19 @@ TEST_CASE("a zero ratio gets no samples and a single format gets all") {
   CHECK(std::count(one.begin(), one.end(), 0) == long(samples.size()));
 }
 
-TEST_CASE("duplicate keys in a class are detected") {
+TEST_CASE("duplicate keys are detected, in one class and across classes") {
   MixAssigner a({0.5, 0.5}, 0);
   a.add("cat", "cat/a");
   a.add("cat", "cat/a");
   a.add("cat", "cat/b");
+  a.add("cat", "x");  // a list file: one path listed with two labels
+  a.add("dog", "x");
+  a.add("dog", "y");
   a.finish();
-  CHECK(a.is_duplicate("cat", "cat/a"));
-  CHECK_FALSE(a.is_duplicate("cat", "cat/b"));
-  CHECK_FALSE(a.is_duplicate("dog", "cat/b"));
+  CHECK(a.is_duplicate("cat/a"));
+  CHECK_FALSE(a.is_duplicate("cat/b"));
+  CHECK(a.is_duplicate("x"));
+  CHECK_FALSE(a.is_duplicate("y"));
 }
 
 TEST_CASE("every shard gets every class's share of every format, and shard sizes add up") {

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# A misspelt kernel cap is a usage error naming the variable, not a silent run of the widest
+# kernels (a benchmark comparing kernels would measure one twice).
+make_pnm a.ppm 8 8 3 1
+DLPREP_L3_ISA=avx-9000 expect_exit 2 dlprep l3 encode a.ppm -o a.l3 2>err1.txt
+grep -q "DLPREP_L3_ISA: unknown value 'avx-9000' (expected scalar, avx2, gfni)" err1.txt || fail "$(cat err1.txt)"
+DLPREP_CRITEO_ISA=scalr expect_exit 2 dlprep info a.ppm 2>err2.txt
+grep -q "DLPREP_CRITEO_ISA: unknown value 'scalr'" err2.txt || fail "$(cat err2.txt)"
+DLPREP_L3_ISA=scalar dlprep -q l3 encode a.ppm -o a.l3
+
+# A file whose name starts with '-', alone: named as the unknown option it was taken for.
+cp a.ppm ./-a.ppm
+expect_exit 2 dlprep info -a.ppm 2>err3.txt
+grep -q "unknown option '-a.ppm' (a file whose name starts with '-': write ./-a.ppm or -- -a.ppm)" err3.txt ||
+  fail "$(cat err3.txt)"
+dlprep -q info -- -a.ppm >/dev/null
+
+# An unsigned number past 2^64 - 1 is refused, not clamped (two seeds, one dataset).
+expect_exit 2 dlprep convert-dataset "$SAMPLE_DATA/images" ds --to png --seed 18446744073709551616 2>err4.txt
+grep -q "out of range" err4.txt || fail "$(cat err4.txt)"
+[ ! -e ds ] || fail "ds written despite a usage error"

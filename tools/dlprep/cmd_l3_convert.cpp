@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -72,11 +73,18 @@ uint32_t parse_patch(const std::string& text) {
 }
 
 // The target format of decode: --to, else the extension of a single output file, else png.
+// "x.PNG" -> "png"; "" without one.
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
 std::string decode_target(const ConvertOptions& options, const OutputPlan& plan) {
   if (!options.to.empty()) return options.to;
   if (!plan.to_directory() && !plan.to_stdout()) {
-    std::string ext = fs::path(options.output).extension().string();
-    if (!ext.empty()) ext.erase(0, 1);
+    std::string ext = lower_extension(options.output);
     for (const char* known : {"png", "ppm", "pgm", "bmp", "raw"})
       if (ext == known && (ext == "raw" || image::find_codec(ext))) return ext;
   }
@@ -179,7 +187,16 @@ int Converter::run() {
   if (plan_->to_stdout() && globals_.json)
     throw Error(Errc::invalid_argument,
                 "--json cannot be used with -o - (standard output carries the image)");
-  if (!encoding) target_ = decode_target(options_, *plan_);
+  if (!encoding) {
+    target_ = decode_target(options_, *plan_);
+    // `-o x.jpg`: a name that promises a format this command does not write.
+    const std::string ext = lower_extension(options_.output);
+    if (options_.to.empty() && !plan_->to_directory() && !plan_->to_stdout() && !ext.empty() &&
+        ext != target_)
+      print_warning(globals_, command_,
+                    options_.output + ": written as " + target_ + " (its extension names no " +
+                        "format l3 decode writes: png, ppm, pgm, bmp, raw; --to picks one)");
+  }
   if (!encoding) {  // also for --device cpu: DLPREP_FORCE_DEVICE may override it
     // Before any file: an unavailable device is one clear error (exit 77), not one per file.
     device_decoder_ = l3::make_batch_decoder(l3::parse_decode_device(options_.device));

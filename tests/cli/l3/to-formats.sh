@@ -20,3 +20,12 @@ dlprep --json info by-ext.bmp | json_check 'd["files"][0]["format"] == "bmp"'
 expect_exit 1 dlprep -q l3 decode l3/rgb.l3 -o rgb.pgm --to pgm 2>err.txt
 grep -q 'l3/rgb.l3: --to pgm holds 1-channel' err.txt || fail "$(cat err.txt)"
 [ ! -e rgb.pgm ] || fail "output left"
+
+# A single output named for a format decode does not write (x.jpg) is PNG, with a warning;
+# the extension is read in any case (X.BMP is BMP).
+dlprep l3 decode l3/rgb.l3 -o x.jpg 2>err-jpg.txt
+grep -q "x.jpg: written as png" err-jpg.txt || fail "no warning: $(cat err-jpg.txt)"
+dlprep --json info x.jpg | json_check 'd["files"][0]["format"] == "png"'
+dlprep l3 decode l3/rgb.l3 -o X.BMP 2>err-bmp.txt
+! grep -q "written as" err-bmp.txt || fail "$(cat err-bmp.txt)"
+dlprep --json info X.BMP | json_check 'd["files"][0]["format"] == "bmp"'

@@ -217,6 +217,7 @@ int run(int argc, char** argv) {
 
   std::string path = command_path(app);
   int code = kExitFailure;
+  std::string failure;  // the error that stopped the command
   try {
     const Action* action = nullptr;
     for (const auto& [name, act] : actions)
@@ -231,13 +232,22 @@ int run(int argc, char** argv) {
       print_error(path, e.what());
       code = exit_code_for(e.code());
     }
+    failure = e.what();
   } catch (const std::bad_alloc&) {
     print_error(path, "out of memory");
     code = kExitFailure;
+    failure = "out of memory";
   } catch (const std::exception& e) {
     print_error(path, std::string("internal error: ") + e.what());
     code = kExitFailure;
+    failure = std::string("internal error: ") + e.what();
   }
+  // `dlprep --json … | jq`: stdout holds one document, also when the command stopped early.
+  if (globals.json && !failure.empty() && !json_printed())
+    print_json(Json{{"schema", "dlprep.error/1"},
+                    {"command", path},
+                    {"error", failure},
+                    {"exit_status", code}});
   return finish(code);
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -125,10 +126,17 @@ void print_note(const Globals& globals, std::string_view text) {
   write_stderr(line);
 }
 
+namespace {
+std::atomic<bool> g_json_printed{false};
+}  // namespace
+
 void print_json(const Json& document) {
   // error_handler_t::replace: file names that are not UTF-8 must not abort the report.
   std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  g_json_printed = true;
 }
+
+bool json_printed() { return g_json_printed.load(); }
 
 namespace {
 

@@ -55,6 +55,9 @@ void print_note(const Globals& globals, std::string_view line);
 
 /// Writes a JSON document to stdout (two-space indent, one trailing newline).
 void print_json(const Json& document);
+/// Whether print_json has written a document: with --json, a command that fails before it
+/// prints its report gets an error document instead, so that stdout always holds one.
+bool json_printed();
 
 /// A text table printed to stdout: a header row, then rows; columns are padded to their widest
 /// cell; columns whose cells are all numbers ("12", "0.33", "1.10x", "-") are aligned right.

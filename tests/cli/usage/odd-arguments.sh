@@ -21,3 +21,12 @@ dlprep -q info -- -a.ppm >/dev/null
 expect_exit 2 dlprep convert-dataset "$SAMPLE_DATA/images" ds --to png --seed 18446744073709551616 2>err4.txt
 grep -q "out of range" err4.txt || fail "$(cat err4.txt)"
 [ ! -e ds ] || fail "ds written despite a usage error"
+
+# --json: a command that stops on an error still prints one document (`… | jq` never reads
+# nothing); a report that carries its own errors is not replaced.
+expect_exit 1 dlprep --json dataset info nope >err.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and d["command"] == "dataset info" and d["exit_status"] == 1 and "nope" in d["error"]' <err.json
+expect_exit 2 dlprep --json convert-dataset "$SAMPLE_DATA/images" ds2 --to gif >err2.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 2' <err2.json
+expect_exit 1 dlprep --json info nope.png >info.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.info/1"' <info.json

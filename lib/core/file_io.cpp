@@ -233,23 +233,42 @@ Bytes read_file(const fs::path& path) {
   return out;
 }
 
-AtomicFile::AtomicFile(const fs::path& target) : target_(target) {
+AtomicFile::AtomicFile(const fs::path& target) : target_(target), final_(target) {
   struct stat st{};
-  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+  const std::string text = target.string();
+  if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code link_ec;
+    const std::string points_to = fs::read_symlink(target, link_ec).string();
+    const auto special = [](const std::string& p) {
+      return p.starts_with("/dev/") || p.starts_with("/proc/");
+    };
+    if (special(text) || special(points_to)) {
+      // /dev/stdout, /dev/fd/N: an open file of this process, appended to where it is (renaming
+      // a temp file over the link would replace the system's /dev/stdout, as root).
+      fd_ = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+      if (fd_ < 0) throw io_error(target, "cannot open", errno);
+      return;
+    }
+    // A link to the real output: that file is replaced, the link stays.
+    std::error_code ec;
+    final_ = fs::weakly_canonical(fs::absolute(target), ec);
+    if (ec) final_ = target;
+  }
+  if (::stat(final_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     // A device or FIFO (/dev/null, a named pipe): written in place, since renaming a temp file
     // over it would replace the device itself.
-    fd_ = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    fd_ = ::open(final_.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd_ < 0) throw io_error(target, "cannot open", errno);
     return;
   }
-  fs::path dir = target.parent_path();
+  fs::path dir = final_.parent_path();
   if (!dir.empty()) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
   }
   std::string pattern = (dir.empty() ? fs::path(".") : dir).string() + "/." +
-                        target.filename().string() + ".tmp.XXXXXX";
+                        final_.filename().string() + ".tmp.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   std::lock_guard lock(g_pending_mutex);
@@ -290,7 +309,7 @@ void AtomicFile::close() {
 void AtomicFile::commit() {
   close();
   if (temp_.empty()) return;  // a device or FIFO, written in place
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
+  if (::rename(temp_.c_str(), final_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
   unregister_pending(temp_);
   temp_.clear();
 }
@@ -301,11 +320,11 @@ bool AtomicFile::same_as_target() {
   struct stat written {
   }, target{};
   if (::stat(temp_.c_str(), &written) != 0) throw io_error(target_, "cannot stat", errno);
-  if (::stat(target_.c_str(), &target) != 0 || !S_ISREG(target.st_mode) ||
+  if (::stat(final_.c_str(), &target) != 0 || !S_ISREG(target.st_mode) ||
       target.st_size != written.st_size)
     return false;
   if (written.st_size == 0) return true;
-  MappedFile ours(temp_), theirs(target_);
+  MappedFile ours(temp_), theirs(final_);
   return std::memcmp(ours.bytes().data(), theirs.bytes().data(), ours.bytes().size()) == 0;
 }
 
@@ -317,6 +336,12 @@ void write_file_atomic(const fs::path& path, ByteSpan bytes) {
   AtomicFile f(path);
   f.write(bytes);
   f.commit();
+}
+
+void write_file_if_changed(const fs::path& path, ByteSpan bytes) {
+  AtomicFile f(path);
+  f.write(bytes);
+  if (!f.same_as_target()) f.commit();
 }
 
 TempDirectory::TempDirectory(const fs::path& parent, const std::string& prefix) {

@@ -62,7 +62,9 @@ void write_all(int fd, ByteSpan bytes, const std::filesystem::path& path);
 /// A file written under a temporary name in the target's directory and renamed into place by
 /// commit(). If it is destroyed without commit(), or the process gets SIGINT (see
 /// remove_pending_temp_files), the temporary file is removed: no half-written output is ever seen.
-/// An existing target that is a device or FIFO (/dev/null, a pipe) is written in place instead.
+/// An existing target that is a device or FIFO (/dev/null, a pipe), or a link in /dev or /proc
+/// (/dev/stdout: appended to), is written in place instead; through any other link, the file it
+/// points to is replaced and the link kept.
 class AtomicFile {
  public:
   explicit AtomicFile(const std::filesystem::path& target);
@@ -86,13 +88,17 @@ class AtomicFile {
   bool same_as_target();
 
  private:
-  std::filesystem::path target_;
+  std::filesystem::path target_;  // as given, for messages
+  std::filesystem::path final_;   // what the temp file is renamed to: the target, links resolved
   std::string temp_;
   int fd_ = -1;
 };
 
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
+/// write_file_atomic, except that a file already holding exactly these bytes is left as it is
+/// (its mtime too): what a rerun with nothing to do should do to the outputs it derives.
+void write_file_if_changed(const std::filesystem::path& path, ByteSpan bytes);
 
 /// A new private directory `parent`/PREFIX-PID-K (parent: the system temp directory when empty)
 /// for scratch files. It is removed with everything in it when destroyed, and by

@@ -240,9 +240,20 @@ ConvertResult Engine::run() {
     manifest_.max_shard_bytes = o_.max_shard_bytes;
     manifest_.labels.assign(labels.begin(), labels.end());
   }
+  // A rerun of a finished conversion with the same options changes nothing until it writes.
+  const bool rerun = old_manifest_ && old_manifest_->complete && !o_.force &&
+                     same_options(*old_manifest_, manifest_);
   bool shards_current = false;
   if (old_manifest_) {
     const Manifest& old = *old_manifest_;
+    // Stale files go while the manifest still records the options they were made with, but no
+    // longer says complete: an interruption in between leaves no "complete" dataset with files
+    // missing, and the rerun finds them stale again.
+    if (!rerun && old.complete) {
+      Manifest old_incomplete = old;
+      old_incomplete.complete = false;
+      write_manifest(o_.destination, old_incomplete);
+    }
     shards_current = tar && old.layout == "tar" && stale_extensions.empty() &&
                      old.max_shard_bytes == manifest_.max_shard_bytes &&
                      old.labels == manifest_.labels && old.shard_index == o_.shard_index &&
@@ -261,9 +272,6 @@ ConvertResult Engine::run() {
     tar_ = std::make_unique<TarShards>(TarLayout{o_.destination, o_.max_shard_bytes, o_.shard_index,
                                                  o_.shard_count, manifest_.labels},
                                        shards_current && !o_.force);
-  // A rerun of a finished conversion with the same options changes nothing until it writes.
-  const bool rerun = old_manifest_ && old_manifest_->complete && !o_.force &&
-                     same_options(*old_manifest_, manifest_);
   mark_ = std::make_unique<IncompleteMark>(o_.destination, manifest_);
   if (!rerun) mark_->set();
 
@@ -320,11 +328,14 @@ ConvertResult Engine::run() {
       if (report && o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
     };
     parallel_for(works.size(), o_.threads, [&](size_t i) { convert_one(i, true); });
-    // Tar layout: from the first proposed sample that could not be kept, every sample is
-    // written anew; those after it that were kept are converted now.
+    // Tar layout: from the first sample written (a proposed one that could not be kept, or one
+    // that was not proposed), every sample is written anew; those after it that were kept are
+    // converted now. A sample that failed (--on-error skip) is written nowhere.
     if (tar_) {
       size_t f = 0;
-      while (f < works.size() && (!works[f].kept || works[f].status == Work::up_to_date)) ++f;
+      while (f < works.size() && (works[f].kept ? works[f].status == Work::up_to_date
+                                                : works[f].status != Work::converted))
+        ++f;
       if (f < works.size()) {
         tar_->stop_proposing();
         std::vector<size_t> again;
@@ -560,8 +571,8 @@ void Engine::process(Work& w) const {
     if (encoded.empty()) encoded.assign(bytes.begin(), bytes.end());
     w.data = std::move(encoded);
   } else {
+    w.writing = true;  // from here a failure stops the run, --on-error skip or not
     mark_->set();
-    w.writing = true;
     AtomicFile file(o_.destination / location);
     file.write(bytes);
     file.commit();

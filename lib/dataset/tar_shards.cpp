@@ -153,10 +153,9 @@ std::optional<KeptSample> TarShards::propose(std::string_view key, std::string_v
       for (uint32_t channels = 1; channels <= 4; ++channels)
         ours |= format.extension(channels) == ext;
     }
-    if (!ours) {
-      proposing_ = false;
-      return std::nullopt;
-    }
+    // Another key: a new sample (written, and then run() stops proposing) or one that fails
+    // under --on-error skip (never written: the next sample may still be the old shard's next).
+    if (!ours) return std::nullopt;
     KeptSample kept{old_, image.data_offset, image.size, image.end(), false};
     tar::Member next;
     bool more = cursor_->reader.next(next);

@@ -85,8 +85,11 @@ class TarShards {
   TarShards(const TarShards&) = delete;
   TarShards& operator=(const TarShards&) = delete;
 
-  /// The sample as the next member of the old shards, or nullopt, after which nothing more is
-  /// proposed. Never throws for a damaged old shard (it is just not kept).
+  /// The sample as the next member of the old shards, or nullopt: when that member is another
+  /// sample's (this one is new, or will fail under --on-error skip), the next call may still
+  /// match it, and the caller stops proposing once a sample is written instead; after another
+  /// label, the end or a damaged shard, nothing more is proposed. Never throws for a damaged
+  /// old shard (it is just not kept).
   std::optional<KeptSample> propose(std::string_view key, std::string_view label,
                                     const image::Codec& format);
   /// A proposed sample turned out stale: propose nothing more.

@@ -1166,7 +1166,9 @@ PreprocessStats Run::execute() {
   }
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
-  write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
+  // A rerun that wrote no day keeps the stats of the run that did (its rates, its timings).
+  if (stats_.rows_written() > 0 || !fs::exists(o_.out_dir / "stats.json"))
+    write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
   return stats_;
 }
 
@@ -1188,12 +1190,14 @@ std::string PreprocessStats::to_json() const {
                       {"skipped", d.skipped}});
   // Where the time went. compute: both passes from chunks in host memory to the output arrays
   // back in host memory (for CUDA with preloaded inputs, the figure BENCHMARKS.md defines).
-  json phases = {{"preload_seconds", preload_seconds},
-                 {"read_seconds", read_seconds},
-                 {"compute_seconds", compute_seconds},
-                 {"write_seconds", write_seconds},
-                 {"compute_rows_per_s",
-                  compute_seconds > 0 ? static_cast<double>(rows) / compute_seconds : 0.0}};
+  json phases = {
+      {"preload_seconds", preload_seconds},
+      {"read_seconds", read_seconds},
+      {"compute_seconds", compute_seconds},
+      {"write_seconds", write_seconds},
+      {"compute_rows_per_s", rows_written() > 0 && compute_seconds > 0
+                                 ? json(static_cast<double>(rows_written()) / compute_seconds)
+                                 : json(nullptr)}};
   json j = {{"schema", "dlprep.criteo-preprocess/1"},
             {"rows", rows},
             {"bad_rows", bad_rows},

@@ -276,14 +276,14 @@ void write_table_sizes(OutputFormat format, const fs::path& out_dir,
     std::string npy = npy_header("<i4", counts.size(), 0);
     npy.append(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(int32_t));
     file = npz_archive({{"counts", npy}});
-    write_file_atomic(out_dir / "day_fea_count.npz", as_bytes(file.data(), file.size()));
+    write_file_if_changed(out_dir / "day_fea_count.npz", as_bytes(file.data(), file.size()));
   } else if (format == OutputFormat::split) {
     // NVIDIA's split_dataset.py takes the values in the file's order (so not a sorted json), and
     // its loaders derive each cat_J.bin's type from them, as split_id_bytes() did.
     nlohmann::ordered_json table;
     for (size_t j = 0; j < sizes.size(); ++j) table["cat_" + std::to_string(j)] = sizes[j];
     file = table.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    write_file_atomic(out_dir / "model_size.json", as_bytes(file.data(), file.size()));
+    write_file_if_changed(out_dir / "model_size.json", as_bytes(file.data(), file.size()));
   }
 }
 

@@ -170,6 +170,7 @@ contains rerun "$T/rerun.out" "up to date"
 contains rerun "$T/rerun.out" "^1000 rows, every day up to date (checked in "
 expect rerun_json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun_json "$T/rerun_json.out" '"rows_per_s": null'
+contains rerun_json "$T/rerun_json.out" '"compute_rows_per_s": null'
 contains rerun_json "$T/rerun_json.out" '"vocab_reused": true' 
 # The dlrm layout comes with DLRM's table sizes file, day_fea_count.npz.
 expect dlrm_counts 0 "$DLPREP" criteo-preprocess --preset dlrm "$S/deepctr_200.tsv" "$S/nvtabular_day_0.gz" -o "$T/o18"

@@ -102,7 +102,7 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
       else if (std::filesystem::exists(gz))
         o.inputs.push_back(gz);
       else
-        throw Error(Errc::invalid_argument, "--days: " + base.string() + "[.gz] not found");
+        throw Error(Errc::io, "--days: " + base.string() + "[.gz]: cannot open: No such file");
     }
   } else {
     for (const auto& in : c.inputs) {

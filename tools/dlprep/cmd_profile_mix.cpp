@@ -11,6 +11,7 @@
 #include "command.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "dataset/manifest.hpp"
 #include "dataset/target_spec.hpp"
 #include "image/codec.hpp"
 #include "option_checks.hpp"
@@ -46,25 +47,47 @@ std::vector<dataset::TargetSpec> parse_formats(const std::string& text) {
   return out;
 }
 
-// The report and the plot may not replace what is profiled: the list file, anything in the
-// profiled folder (an image, a dataset's dataset.json), or an image named by a list.
+// Absolute, normalised, links resolved as far as the path exists: two spellings of one file
+// compare equal.
+std::filesystem::path resolved(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  const std::filesystem::path p = std::filesystem::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : p;
+}
+
+// The report and the plot may not replace what is profiled: the list file or folder itself,
+// anything in a dlprep dataset (its dataset.json, data/), or an existing image (one a list names,
+// one of a folder tree). A new file beside the images of a plain folder tree is no input.
 void check_not_an_input(const std::string& flag, const std::string& output,
                         const std::string& dataset) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path out = fs::weakly_canonical(output, ec);
-  const fs::path in = fs::weakly_canonical(dataset, ec);
-  if (ec) return;  // the dataset's own error comes next
+  const fs::path out = resolved(output), in = resolved(dataset);
+  if (out == in)
+    throw Error(Errc::invalid_argument, flag + " " + output + ": is the dataset being profiled");
   const auto [in_end, out_end] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
-  if (in_end == in.end())
-    throw Error(Errc::invalid_argument, flag + " " + output + ": " +
-                                            (out == in ? "is the dataset being profiled"
-                                                       : "is inside the dataset being profiled"));
+  if (in_end == in.end() && dataset::is_dataset(in))
+    throw Error(Errc::invalid_argument,
+                flag + " " + output + ": is inside the dlprep dataset being profiled");
+  std::error_code ec;
   if (!fs::is_regular_file(out, ec)) return;
   MappedFile existing(out);
   if (image::sniff_codec(existing.bytes()))
     throw Error(Errc::invalid_argument,
                 flag + " " + output + ": is an image (one being profiled?)");
+}
+
+// Fails now, not after minutes of measuring, when an output cannot be created: its temp file
+// is made and removed. Devices and FIFOs are opened only to be written.
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return;
+  AtomicFile probe(path);
+}
+
+ByteSpan bytes_of(const std::string& text) {
+  return ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size());
 }
 
 int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
@@ -84,34 +107,39 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   p.work_dir = o.work_dir;
   if (!std::filesystem::exists(o.dataset))
     throw Error(Errc::io, o.dataset + ": cannot open: No such file or directory");
-  if (o.output != "-" && !o.output.empty()) check_not_an_input("-o", o.output, o.dataset);
-  if (!o.plot.empty()) check_not_an_input("--plot", o.plot, o.dataset);
-  std::error_code same_ec;
-  if (!o.output.empty() && !o.plot.empty() &&
-      std::filesystem::weakly_canonical(o.output, same_ec) ==
-          std::filesystem::weakly_canonical(o.plot, same_ec))
+  const bool report_to_file = !o.output.empty() && o.output != "-";
+  const bool plot_to_file = !o.plot.empty() && o.plot != "-";
+  if (o.plot == "-" && (o.output == "-" || globals.json))
+    throw Error(Errc::invalid_argument,
+                "--plot - and the report (-o - or --json): standard output takes one of them");
+  if (report_to_file) check_not_an_input("-o", o.output, o.dataset);
+  if (plot_to_file) check_not_an_input("--plot", o.plot, o.dataset);
+  if (report_to_file && plot_to_file && resolved(o.output) == resolved(o.plot))
     throw Error(Errc::invalid_argument, "-o and --plot name the same file: " + o.plot);
-  // Both outputs are opened before the measuring (an unwritable one fails now, not minutes
-  // later) and appear together: never a report without the plot that failed.
-  std::optional<AtomicFile> report_file, plot_file;
-  if (!o.output.empty() && o.output != "-") report_file.emplace(o.output);
-  if (!o.plot.empty()) plot_file.emplace(o.plot);
+  if (report_to_file) check_writable(o.output);
+  if (plot_to_file) check_writable(o.plot);
   Progress progress(globals, kCommand, 0, "steps");
   if (progress.enabled())
     p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   profile::ProfileReport r = profile::profile_mix(p);
   progress.finish();
-  std::string json = profile::report_to_json(r);
-  if (report_file)
-    report_file->write(ByteSpan(reinterpret_cast<const uint8_t*>(json.data()), json.size()));
-  if (plot_file) {
-    std::string svg = profile::plot_svg(r);
-    plot_file->write(ByteSpan(reinterpret_cast<const uint8_t*>(svg.data()), svg.size()));
-  }
+  const std::string json = profile::report_to_json(r);
+  const std::string svg = o.plot.empty() ? std::string() : profile::plot_svg(r);
   {
+    // Both appear together: never a report without the plot that failed.
+    std::optional<AtomicFile> report_file, plot_file;
+    if (report_to_file) report_file.emplace(o.output);
+    if (plot_to_file) plot_file.emplace(o.plot);
+    if (report_file) report_file->write(bytes_of(json));
+    if (plot_file) plot_file->write(bytes_of(svg));
     auto hold = defer_interrupts();
     if (report_file) report_file->commit();
     if (plot_file) plot_file->commit();
+  }
+  if (o.plot == "-") {
+    std::fflush(stdout);
+    write_file_atomic("-", bytes_of(svg));  // the plot is the result
+    return kExitOk;
   }
   if (o.output == "-") {
     // The report in place of the result (it is what --json prints): stdout holds one document.
@@ -179,7 +207,9 @@ Action add_profile_mix_command(CLI::App& app) {
          "-o,--output", o->output,
          "write the JSON report (dlprep.profile-mix/1) here; - prints it instead of the table")
       ->type_name("FILE");
-  cmd->add_option("--plot", o->plot, "draw load, decode and their minimum across the ratio (SVG)")
+  cmd->add_option("--plot", o->plot,
+                  "draw load, decode and their minimum across the ratio (SVG); - prints it "
+                  "instead of the table")
       ->type_name("FILE.svg");
   cmd->add_option("--work-dir", o->work_dir,
                   "where the temporary converted sample goes (default: the system temp folder)")

@@ -6,6 +6,7 @@
 #include <array>
 #include <fstream>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
@@ -97,11 +98,14 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
     if (found.empty() && empty_dirs) empty_dirs->push_back(arg);
     files.insert(files.end(), found.begin(), found.end());
   }
-  // A file named twice (`$(wildcard *.png) $(CHANGED)` in a Makefile) is one input, not two
-  // writers of one output.
-  std::set<std::pair<fs::path, fs::path>> seen;
+  // A file named twice (`$(wildcard *.png) $(CHANGED)` in a Makefile, `x.png $PWD/x.png`) is
+  // one input, not two writers of one output: the same file (device and inode) at the same place
+  // in the output tree.
+  std::set<std::tuple<uint64_t, uint64_t, fs::path>> seen;
   std::erase_if(files, [&seen](const InputFile& f) {
-    return f.path != "-" && !seen.emplace(f.path.lexically_normal(), f.relative).second;
+    struct stat st {};
+    if (f.path == "-" || ::stat(f.path.c_str(), &st) != 0) return false;  // its error comes later
+    return !seen.emplace(st.st_dev, st.st_ino, f.relative).second;
   });
   return files;
 }

@@ -28,7 +28,8 @@ using CodecFilter = std::function<bool(const image::Codec&)>;
 /// `empty_dirs` receives the directory arguments in which nothing was kept. With
 /// `keep_unreadable_images`, images in formats no codec reads (TIFF, GIF ...) are kept too, so
 /// that they fail with their format's name instead of being silently left out.
-/// A file named twice (the same path and the same place in the output tree) is kept once.
+/// A file named twice (the same file, by device and inode, at the same place in the output
+/// tree) is kept once.
 /// Throws Error(io) when a directory cannot be read.
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
                                       std::vector<std::string>* empty_dirs = nullptr,

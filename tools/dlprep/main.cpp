@@ -106,6 +106,8 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
       message.find("subcommand is required") == std::string::npos) {
     // "FILE is required" when the file was given but taken for an option: `info -a.png`.
     auto [current, rest] = unparsed_words(app);
+    if (!rest.empty() && rest.front().starts_with("--"))  // a misspelt option: `--ouput`
+      return "unknown option '" + rest.front() + "'";
     if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-')
       return "unknown option '" + rest.front() + "' (a file whose name starts with '-': write ./" +
              rest.front() + " or -- " + rest.front() + ")";

@@ -16,13 +16,13 @@ json_check 'd["schema"] == "dlprep.dataset/1" and d["samples"] == 14 and list(d[
 dlprep dataset verify ds >verify.txt
 grep -q '^ds: ok, 14 samples' verify.txt || fail "verify: $(cat verify.txt)"
 cp ds/samples.jsonl index1
-stat -c '%n %y' ds/dataset.json ds/samples.jsonl >mtimes1
+stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl >mtimes1
 sleep 0.02
 dlprep convert-dataset src ds --to l3 2>err2.txt
 grep -q '14 samples in ds: 0 converted, 14 up to date' err2.txt || fail "rerun: $(cat err2.txt)"
 cmp -s index1 ds/samples.jsonl || fail "rerun changed the index"
 # Nothing to do, nothing written: a Makefile rule on ds/dataset.json sees no change.
-stat -c '%n %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "a rerun touched the dataset"
+stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "a rerun touched the dataset"
 sleep 0.02; touch src/*/kite*
 dlprep convert-dataset src ds --to l3 2>err3.txt
 grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"

@@ -19,4 +19,5 @@ printf 'a.png\tcat\na.bmp\tdog\n' >dup.txt
 expect_exit 1 dlprep -q convert-dataset dup.txt dup --to l3 2>err.txt
 grep -q "sample key 'a' is not unique" err.txt
 printf 'a.png\tcat\na.png\tdog\n' >dup2.txt
-expect_exit 1 dlprep -q convert-dataset dup2.txt dup2 --mix l3:1,png:1
+expect_exit 1 dlprep -q convert-dataset dup2.txt dup2 --mix l3:1,png:1 2>err2.txt
+grep -q "sample key 'a' is not unique" err2.txt || fail "$(cat err2.txt)"

@@ -15,11 +15,11 @@ dlprep dataset merge part1 part0 -o merged 2>err.txt
 grep -q '^dataset merge: 2 shards, 14 samples into merged$' err.txt || fail "$(cat err.txt)"
 cmp -s all/samples.jsonl merged/samples.jsonl || fail "merged index differs from the unsharded one"
 # Merging again changes nothing, and writes nothing.
-stat -c '%n %y' merged/dataset.json merged/samples.jsonl >mtimes1
+stat -c '%n %i %y' merged/dataset.json merged/samples.jsonl >mtimes1
 sleep 0.02
 dlprep dataset merge part1 part0 -o merged 2>err.txt
 grep -q '^dataset merge: 2 shards, 14 samples into merged (up to date)$' err.txt || fail "$(cat err.txt)"
-stat -c '%n %y' merged/dataset.json merged/samples.jsonl | cmp -s mtimes1 - || fail "a merge again touched OUT"
+stat -c '%n %i %y' merged/dataset.json merged/samples.jsonl | cmp -s mtimes1 - || fail "a merge again touched OUT"
 expect_exit 1 dlprep -q dataset merge part0 nonexistent -o never 2>err-missing.txt
 grep -q "nonexistent: cannot open: No such file or directory" err-missing.txt || fail "$(cat err-missing.txt)"
 dlprep -q dataset verify merged

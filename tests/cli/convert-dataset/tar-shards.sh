@@ -85,3 +85,16 @@ dlprep convert-dataset src x --to l3 --shards 0 2>bad.txt || true
 grep -q "^dlprep: error: convert-dataset: --shards: '0' is not a size (e.g. 1GiB, 500MB, 65536)$" bad.txt ||
   fail "$(cat bad.txt)"
 [ ! -e x ] || fail "output written despite a usage error"
+
+# A sample that fails under --on-error skip is written nowhere: a rerun with nothing new keeps
+# every shard, the index and the manifest as they are (same inodes, same times).
+mkdir -p skip/a skip/b
+for i in 1 2 3; do make_pnm skip/a/$i.ppm 30 20 3 $i; make_pnm skip/b/$i.ppm 30 20 3 $((i + 10)); done
+head -c 20 skip/a/2.ppm >cut && mv cut skip/a/2.ppm
+dlprep -q convert-dataset skip skipds --to png --shards 2kB --on-error skip 2>/dev/null
+stat -c '%n %i %y' skipds/dataset.json skipds/samples.jsonl skipds/data/* >before.txt
+sleep 0.02
+dlprep -q convert-dataset skip skipds --to png --shards 2kB --on-error skip 2>/dev/null
+stat -c '%n %i %y' skipds/dataset.json skipds/samples.jsonl skipds/data/* | cmp -s before.txt - ||
+  fail "a rerun past a skipped sample rewrote the dataset"
+dlprep -q dataset verify skipds

@@ -16,7 +16,8 @@ if [ $rc = 0 ]; then
 else
   [ $rc = 77 ] || fail "--device cuda without a GPU: exit $rc, expected 77: $(cat err.txt)"
   grep -q "^dlprep: error: l3 bench: .*cuda" err.txt || fail "no reason given: $(cat err.txt)"
-  [ ! -s cuda.json ] || fail "a report was printed although the device is unavailable"
+  # --json: no report, the error document (dlprep.error/1) in its place.
+  json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 77' <cuda.json
 fi
 
 dlprep --json l3 bench --device cpu a.l3 b.ppm --batch 1,3 --layout nhwc-u8,nchw-f32 \

@@ -68,3 +68,17 @@ grep -q '^l3 decode: 1 file decoded' err11.txt || fail "an empty output was up t
 # A file named twice (a Makefile's `$(wildcard *.ppm) $(CHANGED)`) is converted once: exit 0.
 dlprep l3 encode --force a.ppm a.ppm ./a.ppm -o twice/ 2>err12.txt
 grep -q '^l3 encode: 1 file encoded' err12.txt || fail "a.ppm named twice: $(cat err12.txt)"
+dlprep l3 encode --force a.ppm "$PWD/a.ppm" -o twice/ 2>err13.txt
+grep -q '^l3 encode: 1 file encoded' err13.txt || fail "a.ppm and \$PWD/a.ppm: $(cat err13.txt)"
+
+# An output that is a link: the file it points to is replaced and the link stays; a link to this
+# process's stdout (/proc/self/fd/1, as /dev/stdout is) is written through, never replaced.
+dlprep -q l3 encode a.ppm -o real.l3 --patch 8
+ln -s real.l3 link.l3
+dlprep -q l3 encode --force a.ppm -o link.l3
+[ -L link.l3 ] || fail "the link was replaced"
+dlprep --json info real.l3 | json_check 'd["files"][0]["l3"]["patch"] != 8'
+ln -s /proc/self/fd/1 my-stdout
+dlprep -q l3 encode a.ppm -o my-stdout >captured.l3
+[ -L my-stdout ] || fail "the link to stdout was replaced"
+dlprep --json info captured.l3 | json_check 'd["files"][0]["format"] == "l3"'

@@ -45,9 +45,12 @@ cp "$SAMPLE_DATA/images/kay_256x256.png" tree/cat/a.png
 cp "$SAMPLE_DATA/images/kay_256x256.png" listed.png
 printf 'listed.png\tcat\n' >list.txt
 expect_exit 2 dlprep profile-mix tree --no-verify -o tree/cat/a.png 2>err-in.txt
-grep -q "is inside the dataset being profiled" err-in.txt || fail "$(cat err-in.txt)"
-expect_exit 2 dlprep profile-mix tree --no-verify --plot tree/plot.svg
+grep -q "is an image (one being profiled?)" err-in.txt || fail "$(cat err-in.txt)"
 expect_exit 2 dlprep profile-mix list.txt --no-verify -o list.txt
+dlprep -q convert-dataset tree ds --to png
+expect_exit 2 dlprep profile-mix ds --no-verify -o ds/dataset.json 2>err-ds.txt
+grep -q "is inside the dlprep dataset being profiled" err-ds.txt || fail "$(cat err-ds.txt)"
+expect_exit 2 dlprep profile-mix tree --no-verify -o r.json --plot ./r.json
 expect_exit 2 dlprep profile-mix list.txt --no-verify -o listed.png
 cmp "$SAMPLE_DATA/images/kay_256x256.png" tree/cat/a.png || fail "an input was written over"
 cmp "$SAMPLE_DATA/images/kay_256x256.png" listed.png || fail "a listed image was written over"
@@ -56,3 +59,4 @@ cmp "$SAMPLE_DATA/images/kay_256x256.png" listed.png || fail "a listed image was
 touch not-a-dir
 expect_exit 1 dlprep profile-mix tree --no-verify -o r.json --plot not-a-dir/p.svg
 [ ! -e r.json ] || fail "report left by a run that failed"
+expect_exit 2 dlprep profile-mix tree --no-verify -o - --plot -

@@ -40,8 +40,10 @@ std::string key_from_path(const fs::path& relative) {
     if (part == ".." || part == "." || part.empty()) continue;
     clean /= part;
   }
+  // "a/...png" keeps its name: its stem ".." would be a path component, not a name.
   fs::path stem = clean;
-  if (clean.has_extension() && clean.stem() != "") stem.replace_extension();
+  if (const fs::path s = clean.stem(); clean.has_extension() && s != "" && s != "." && s != "..")
+    stem.replace_extension();
   return escape_invalid_utf8(stem.generic_string());
 }
 

@@ -106,6 +106,7 @@ std::vector<MixEntry> parse_mix(std::string_view text) {
     mix.push_back(std::move(entry));
   }
   if (!(sum > 0)) throw bad("mix ratios sum to zero");
+  if (!std::isfinite(sum)) throw bad("mix ratios are too large to add up (give shares, e.g. 3:1)");
   for (auto& e : mix) e.ratio /= sum;
   return mix;
 }

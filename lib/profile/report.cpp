@@ -132,6 +132,21 @@ std::string report_to_json(const ProfileReport& r) {
   return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+// A count of a report read back: get<>() would wrap -1 and turn 1e30 into undefined behaviour.
+template <typename T>
+T count_at(const Json& j, const char* key) {
+  const Json& n = j.at(key);
+  if (!n.is_number_unsigned() || n.get<uint64_t>() > std::numeric_limits<T>::max())
+    throw Error(Errc::corrupt_data, std::string("profile-mix report: \"") + key +
+                                        "\" is not an integer from 0 to " +
+                                        std::to_string(std::numeric_limits<T>::max()));
+  return static_cast<T>(n.get<uint64_t>());
+}
+
+}  // namespace
+
 ProfileReport report_from_json(std::string_view text) {
   Json doc;
   try {
@@ -148,7 +163,7 @@ ProfileReport report_from_json(std::string_view text) {
   try {
     ProfileReport r;
     r.dataset = doc.at("dataset").get<std::string>();
-    r.sample_images = doc.at("sample_images").get<uint64_t>();
+    r.sample_images = count_at<uint64_t>(doc, "sample_images");
     for (const Json& f : doc.at("formats")) {
       FormatCost c;
       c.format = f.at("format").get<std::string>();
@@ -163,7 +178,7 @@ ProfileReport report_from_json(std::string_view text) {
     r.reader = res.at("reader").get<std::string>();
     r.resources.decode_workers = res.at("decode_workers").get<double>();
     r.decode_workers_source = res.at("decode_workers_source").get<std::string>();
-    r.jobs = res.at("jobs").get<unsigned>();
+    r.jobs = count_at<unsigned>(res, "jobs");
     r.resources.compute_images_per_s =
         res.at("compute_images_per_s").is_null() ? 0 : res["compute_images_per_s"].get<double>();
     r.search = doc.at("search").get<std::string>();
@@ -183,20 +198,18 @@ ProfileReport report_from_json(std::string_view text) {
     r.predicted = bounds_from(doc.at("predicted"));
     if (!doc.at("measured").is_null()) {
       const Json& m = doc["measured"];
-      r.measured = MeasuredThroughput{m.at("images_per_s").get<double>(),
-                                      m.at("seconds").get<double>(),
-                                      m.at("images").get<uint64_t>(),
-                                      m.at("storage_bytes_per_s").get<double>(),
-                                      m.at("decode_cores").get<double>()};
+      r.measured = MeasuredThroughput{
+          m.at("images_per_s").get<double>(), m.at("seconds").get<double>(),
+          count_at<uint64_t>(m, "images"), m.at("storage_bytes_per_s").get<double>(),
+          m.at("decode_cores").get<double>()};
     }
     if (!doc.at("first_mix").is_null()) {
       const Json& m = doc["first_mix"];
       r.first_mix = m.at("ratios").get<std::vector<double>>();
-      r.first_measured = MeasuredThroughput{m.at("images_per_s").get<double>(),
-                                            m.at("seconds").get<double>(),
-                                            m.at("images").get<uint64_t>(),
-                                            m.at("storage_bytes_per_s").get<double>(),
-                                            m.at("decode_cores").get<double>()};
+      r.first_measured = MeasuredThroughput{
+          m.at("images_per_s").get<double>(), m.at("seconds").get<double>(),
+          count_at<uint64_t>(m, "images"), m.at("storage_bytes_per_s").get<double>(),
+          m.at("decode_cores").get<double>()};
     }
     const Json& sw = doc.at("sweep");
     auto index_of = [&](const std::string& spec) -> size_t {

@@ -72,6 +72,8 @@ expect device_auto 0 "$DLPREP" --json criteo-preprocess --device auto "$S/deepct
 contains device_auto "$T/device_auto.out" '"device": "c'
 expect bad_force 2 env DLPREP_FORCE_DEVICE=gpu "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o9"
 expect max_memory 1 "$DLPREP" criteo-preprocess --max-memory 1M "$S/deepctr_200.tsv" -o "$T/o3"
+expect max_memory_zero 2 "$DLPREP" criteo-preprocess --max-memory 0 "$S/deepctr_200.tsv" -o "$T/o3z"
+contains max_memory_zero "$T/max_memory_zero.err" "is no memory at all"
 contains max_memory "$T/max_memory.err" "max-memory"
 # Memory sizes as Slurm and Docker write them: any case, B or iB, fractions; powers of 1024.
 expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
@@ -164,6 +166,10 @@ cp "$S/deepctr_200.tsv" "$T/glob/day_10"
 cp "$S/edge_cases.tsv" "$T/glob/day_2"
 expect day_order 0 "$DLPREP" criteo-preprocess "$T/glob"/day_* -o "$T/o18"
 contains day_order "$T/day_order.err" "warning: .*day_10 comes before day_2"
+mkdir -p "$T/both"
+cp "$S/deepctr_200.tsv" "$T/both/day_0" && gzip -c "$S/deepctr_200.tsv" > "$T/both/day_0.gz"
+expect days_both 0 "$DLPREP" criteo-preprocess --days 1 "$T/both" -o "$T/o_both"
+contains days_both "$T/days_both.err" "day_0 and day_0.gz both exist: the uncompressed file is read"
 expect rerun 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains rerun "$T/rerun.out" "up to date"
 # No rate for rows that were not read again.

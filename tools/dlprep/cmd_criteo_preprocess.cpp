@@ -75,6 +75,7 @@ uint64_t parse_memory_size(const std::string& text) {
   }
   const double bytes = std::floor(std::ldexp(value, static_cast<int>(shift)));
   if (!(bytes < 0x1p64)) throw bad("is too large");
+  if (bytes < 1) throw bad("is no memory at all (leave the option out for no limit)");
   return static_cast<uint64_t>(bytes);
 }
 
@@ -92,11 +93,18 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
       throw Error(Errc::io, c.inputs[0] + ": cannot open: No such file or directory");
     if (!std::filesystem::is_directory(c.inputs[0]))
       throw Error(Errc::invalid_argument, "--days needs exactly one INPUT, a directory");
+    bool both_warned = false;
     for (unsigned d = 0; d < c.days; ++d) {
       std::filesystem::path base =
           std::filesystem::path(c.inputs[0]) / ("day_" + std::to_string(d));
       std::filesystem::path gz = base;
       gz += ".gz";
+      if (std::filesystem::exists(base) && std::filesystem::exists(gz) && !both_warned) {
+        both_warned = true;  // once: a decompressed release has them all
+        print_warning(globals, kCommand,
+                      "--days: " + base.string() + " and " + gz.filename().string() +
+                          " both exist: the uncompressed file is read (for every such day)");
+      }
       if (std::filesystem::exists(base))
         o.inputs.push_back(base);
       else if (std::filesystem::exists(gz))

@@ -212,7 +212,7 @@ ConvertResult Engine::run() {
   manifest_.created =
       old_manifest_ && !old_manifest_->created.empty() ? old_manifest_->created : utc_now();
   manifest_.source_kind = source_kind_name(source.kind());
-  manifest_.source_path = o_.source.string();
+  manifest_.source_path = source_path_text(o_.source.string());
   manifest_.seed = o_.seed;
   manifest_.shard_index = o_.shard_index;
   manifest_.shard_count = o_.shard_count;

@@ -20,14 +20,6 @@ namespace {
 
 Error bad(const std::string& what) { return Error(Errc::invalid_argument, what); }
 
-// The source as recorded, spelled the same whatever the trailing slash or "./" ("train/" and
-// "train" are one source).
-std::string source_text(const std::string& path) {
-  std::string s = fs::path(path).lexically_normal().string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
-
 std::string mix_text(const Manifest& m) {
   std::string s;
   for (const auto& t : m.targets) {
@@ -48,8 +40,8 @@ std::string difference(const Manifest& a, const Manifest& b) {
     return s.empty() ? std::string("none") : "'" + s + "'";
   };
   for (const std::string& d : {
-           differ("source", a.source_kind + " " + quoted(source_text(a.source_path)),
-                  b.source_kind + " " + quoted(source_text(b.source_path))),
+           differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
+                  b.source_kind + " " + quoted(source_path_text(b.source_path))),
            differ("shard count", std::to_string(a.shard_count), std::to_string(b.shard_count)),
            differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
            differ("mix", mix_text(a), mix_text(b)),

@@ -269,6 +269,12 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
                     ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
 
+std::string source_path_text(const std::string& path) {
+  std::string s = fs::path(path).lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
 bool same_options(Manifest a, Manifest b) {
   for (Manifest* m : {&a, &b}) {
     m->complete = false;

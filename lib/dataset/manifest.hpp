@@ -127,6 +127,9 @@ Manifest read_manifest(const std::filesystem::path& dataset_dir);
 void write_manifest(const std::filesystem::path& dataset_dir, const Manifest& manifest);
 /// True when DIR/dataset.json exists.
 bool is_dataset(const std::filesystem::path& dir);
+/// A source path as a manifest records it, spelled the same whatever the trailing slash or "./"
+/// ("train/" and "train" are one source: a rerun spelt the other way changes nothing).
+std::string source_path_text(const std::string& path);
 /// True when two manifests record the same options (all but what a run counts, and whether it
 /// finished): a rerun with them may find nothing to do.
 bool same_options(Manifest a, Manifest b);

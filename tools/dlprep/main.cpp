@@ -208,6 +208,11 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
     const bool version = dynamic_cast<const CLI::CallForVersion*>(&e) != nullptr;
+    try {
+      if (version) check_isa_variables();  // --version names the kernels they choose
+    } catch (const Error& bad_variable) {
+      return finish(usage_error("", bad_variable.what()));
+    }
     if (std::string unknown = version ? "" : unknown_command_with_help(app); !unknown.empty())
       return finish(usage_error(command_path(app), unknown));
     return finish(app.exit(e));

@@ -23,6 +23,8 @@ grep -q '14 samples in ds: 0 converted, 14 up to date' err2.txt || fail "rerun: 
 cmp -s index1 ds/samples.jsonl || fail "rerun changed the index"
 # Nothing to do, nothing written: a Makefile rule on ds/dataset.json sees no change.
 stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "a rerun touched the dataset"
+dlprep -q convert-dataset src/ ds --to l3  # the same source, spelt with a slash
+stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "src/ rewrote the dataset"
 sleep 0.02; touch src/*/kite*
 dlprep convert-dataset src ds --to l3 2>err3.txt
 grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"

@@ -9,6 +9,7 @@ grep -q "DLPREP_L3_ISA: unknown value 'avx-9000' (expected scalar, avx2, gfni)" 
 DLPREP_CRITEO_ISA=scalr expect_exit 2 dlprep info a.ppm 2>err2.txt
 grep -q "DLPREP_CRITEO_ISA: unknown value 'scalr'" err2.txt || fail "$(cat err2.txt)"
 DLPREP_L3_ISA=scalar dlprep -q l3 encode a.ppm -o a.l3
+DLPREP_L3_ISA=bogus expect_exit 2 dlprep --version >/dev/null 2>&1
 
 # A file whose name starts with '-', alone: named as the unknown option it was taken for.
 cp a.ppm ./-a.ppm

@@ -1188,16 +1188,18 @@ std::string PreprocessStats::to_json() const {
                       {"bad_rows", d.bad_rows},
                       {"input_bytes", d.input_bytes},
                       {"skipped", d.skipped}});
+  // Rows of the days written per second; null when every day was up to date (none were read).
+  const auto rate = [this](double seconds) {
+    return rows_written() > 0 && seconds > 0 ? json(static_cast<double>(rows_written()) / seconds)
+                                             : json(nullptr);
+  };
   // Where the time went. compute: both passes from chunks in host memory to the output arrays
   // back in host memory (for CUDA with preloaded inputs, the figure BENCHMARKS.md defines).
-  json phases = {
-      {"preload_seconds", preload_seconds},
-      {"read_seconds", read_seconds},
-      {"compute_seconds", compute_seconds},
-      {"write_seconds", write_seconds},
-      {"compute_rows_per_s", rows_written() > 0 && compute_seconds > 0
-                                 ? json(static_cast<double>(rows_written()) / compute_seconds)
-                                 : json(nullptr)}};
+  json phases = {{"preload_seconds", preload_seconds},
+                 {"read_seconds", read_seconds},
+                 {"compute_seconds", compute_seconds},
+                 {"write_seconds", write_seconds},
+                 {"compute_rows_per_s", rate(compute_seconds)}};
   json j = {{"schema", "dlprep.criteo-preprocess/1"},
             {"rows", rows},
             {"bad_rows", bad_rows},
@@ -1208,10 +1210,7 @@ std::string PreprocessStats::to_json() const {
             {"pass1_seconds", pass1_seconds},
             {"pass2_seconds", pass2_seconds},
             {"total_seconds", total_seconds},
-            // null when every day was up to date: no rows were read to measure a rate on
-            {"rows_per_s", rows_written() > 0 && total_seconds > 0
-                               ? json(static_cast<double>(rows_written()) / total_seconds)
-                               : json(nullptr)},
+            {"rows_per_s", rate(total_seconds)},
             {"phases", phases},
             {"vocab_reused", vocab_reused},
             {"days_resumed_in_pass1", days_resumed_in_pass1},

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <queue>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -51,12 +54,59 @@ void MixAssigner::add(std::string_view label, std::string_view key) {
     it->second.offset = unit(mix64(fnv1a(label) ^ mix64(seed_ ^ kClassOffsetSalt)));
   }
   it->second.hashes.push_back(key_hash(key, seed_));
-  all_hashes_.push_back(it->second.hashes.back());
 }
 
 void MixAssigner::finish() {
   for (auto& [label, c] : classes_) std::sort(c.hashes.begin(), c.hashes.end());
-  std::sort(all_hashes_.begin(), all_hashes_.end());
+  // The shared hashes, by a merge of the sorted classes (no second copy of every hash).
+  using Cursor = std::pair<const uint64_t*, const uint64_t*>;  // next, end
+  auto later = [](const Cursor& a, const Cursor& b) { return *a.first > *b.first; };
+  std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heads(later);
+  for (const auto& [label, c] : classes_)
+    if (!c.hashes.empty()) heads.push({c.hashes.data(), c.hashes.data() + c.hashes.size()});
+  std::optional<uint64_t> previous;
+  while (!heads.empty()) {
+    Cursor top = heads.top();
+    heads.pop();
+    uint64_t h = *top.first;
+    if (previous == h && (shared_.empty() || shared_.back() != h)) shared_.push_back(h);
+    previous = h;
+    if (++top.first != top.second) heads.push(top);
+  }
+}
+
+void MixAssigner::add_key(std::string_view label, std::string_view key) {
+  uint64_t h = key_hash(key, seed_);
+  if (std::binary_search(shared_.begin(), shared_.end(), h))
+    shared_samples_.push_back({h, std::string(label), std::string(key)});
+}
+
+void MixAssigner::finish_keys() {
+  std::sort(shared_samples_.begin(), shared_samples_.end(),
+            [](const SharedSample& a, const SharedSample& b) {
+              return std::tie(a.hash, a.key) < std::tie(b.hash, b.key);
+            });
+  for (size_t i = 1; i < shared_samples_.size(); ++i)
+    if (shared_samples_[i].key == shared_samples_[i - 1].key &&
+        (duplicates_.empty() || duplicates_.back() != shared_samples_[i].key))
+      duplicates_.push_back(shared_samples_[i].key);
+  std::sort(duplicates_.begin(), duplicates_.end());
+  std::sort(shared_samples_.begin(), shared_samples_.end());
+  keys_added_ = true;
+}
+
+uint64_t MixAssigner::tie_rank(uint64_t hash, std::string_view label, std::string_view key) const {
+  // shared_samples_ is sorted by (hash, label, key): the class's keys of this hash are a run.
+  auto it = std::lower_bound(shared_samples_.begin(), shared_samples_.end(), hash,
+                             [&](const SharedSample& s, uint64_t h) {
+                               return std::tie(s.hash, s.label) < std::tie(h, label);
+                             });
+  uint64_t rank = 0;
+  for (const std::string* previous = nullptr;
+       it != shared_samples_.end() && it->hash == hash && it->label == label && it->key < key;
+       previous = &it->key, ++it)
+    if (!previous || *previous != it->key) ++rank;
+  return rank;
 }
 
 uint64_t MixAssigner::cut(size_t entry, double n, double offset) const {
@@ -79,6 +129,8 @@ MixAssigner::Placement MixAssigner::place(std::string_view label, std::string_vi
   double n = double(hashes.size());
   uint64_t rank = static_cast<uint64_t>(std::lower_bound(hashes.begin(), hashes.end(), h) -
                                         hashes.begin());
+  if (keys_added_ && std::binary_search(shared_.begin(), shared_.end(), h))
+    rank += tie_rank(h, label, key);  // distinct keys with one hash: ranks in key order
   uint64_t begin = 0;
   for (size_t j = 0; j < cumulative_.size(); ++j) {
     uint64_t end = cut(j, n, it->second.offset);
@@ -104,9 +156,8 @@ uint64_t MixAssigner::shard_size(uint32_t index, uint32_t count) const {
 }
 
 bool MixAssigner::is_duplicate(std::string_view key) const {
-  uint64_t h = key_hash(key, seed_);
-  auto [lo, hi] = std::equal_range(all_hashes_.begin(), all_hashes_.end(), h);
-  return hi - lo > 1;
+  if (!std::binary_search(shared_.begin(), shared_.end(), key_hash(key, seed_))) return false;
+  return !keys_added_ || std::binary_search(duplicates_.begin(), duplicates_.end(), key);
 }
 
 }  // namespace dlprep::dataset

@@ -18,7 +18,7 @@ uint64_t key_hash(std::string_view key, uint64_t seed);
 /// samples are ordered by key_hash(key, seed) and the order is cut at the cumulative ratios.
 /// Each cut is rounded with a per-class offset in [0, 1) drawn from the seed, so every class is
 /// within one sample of its share and the dataset total is unbiased over many small classes.
-/// Memory: 16 bytes per sample (the hashes), the one structure that grows with the dataset.
+/// Memory: 8 bytes per sample (the hashes), the one structure that grows with the dataset.
 class MixAssigner {
  public:
   /// `ratios` sum to 1 (see parse_mix); throws Error(invalid_argument) if empty.
@@ -27,6 +27,15 @@ class MixAssigner {
   void add(std::string_view label, std::string_view key);
   /// Sorts; call once after every add() and before assign().
   void finish();
+  /// True after finish() when two registered samples have one key hash: a duplicate key, or
+  /// two keys whose 64-bit hashes collide (about once in 30 datasets of a billion samples).
+  /// Then register every sample once more with add_key() and call finish_keys(), which tells
+  /// the two apart: is_duplicate() and place() are exact after it.
+  bool has_shared_hashes() const { return !shared_.empty(); }
+  /// Keeps the key of a sample whose hash is shared. Not thread-safe.
+  void add_key(std::string_view label, std::string_view key);
+  /// Call once after add_key() of every sample.
+  void finish_keys();
   /// Where a sample goes: its mix entry, and its rank among the samples of its class that were
   /// given the same entry (0, 1, 2… in hash order).
   struct Placement {
@@ -46,9 +55,10 @@ class MixAssigner {
   }
   /// Registered samples that shard() puts in shard `index` of `count`.
   uint64_t shard_size(uint32_t index, uint32_t count) const;
-  /// True when another sample registered, in any class, has the same key hash: a duplicate key
+  /// True when another sample registered, in any class, has the same key: a duplicate key
   /// ("a.png" and "a.jpg" in one folder; one path listed twice with two labels), which would
-  /// name one data file for two samples. Thread-safe after finish().
+  /// name one data file for two samples. Without finish_keys() a shared hash counts as a
+  /// duplicate. Thread-safe after finish().
   bool is_duplicate(std::string_view key) const;
   /// Number of classes seen.
   size_t classes() const { return classes_.size(); }
@@ -58,12 +68,23 @@ class MixAssigner {
     std::vector<uint64_t> hashes;
     double offset = 0;
   };
+  // A sample whose hash is shared, with its key (finish_keys()).
+  struct SharedSample {
+    uint64_t hash;
+    std::string label, key;
+    auto operator<=>(const SharedSample&) const = default;
+  };
   // The first rank of each entry after the last in a class of n samples with this offset.
   uint64_t cut(size_t entry, double n, double offset) const;
+  // Among the distinct keys of a class that share this hash, how many sort before `key`.
+  uint64_t tie_rank(uint64_t hash, std::string_view label, std::string_view key) const;
   std::vector<double> cumulative_;
   uint64_t seed_;
   std::unordered_map<std::string, ClassHashes> classes_;
-  std::vector<uint64_t> all_hashes_;  // every class's, sorted: keys are unique across classes
+  std::vector<uint64_t> shared_;              // sorted: hashes more than one sample has
+  std::vector<SharedSample> shared_samples_;  // sorted
+  std::vector<std::string> duplicates_;       // sorted: keys registered more than once
+  bool keys_added_ = false;
 };
 
 }  // namespace dlprep::dataset

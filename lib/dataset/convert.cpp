@@ -114,6 +114,7 @@ class Engine {
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
+  std::optional<fs::path> recorded_source() const;
 
   const ConvertOptions& o_;
   std::optional<DirectoryLock> lock_;  // on the destination
@@ -184,8 +185,10 @@ ConvertResult Engine::run() {
   if (o_.shard_count == 0 || o_.shard_index >= o_.shard_count)
     throw Error(Errc::invalid_argument, "bad shard " + std::to_string(o_.shard_index) + "/" +
                                             std::to_string(o_.shard_count));
-  SampleSource source(o_.source);
+  SampleSource given(o_.source);  // checked before the destination is touched
   prepare_destination();
+  const std::optional<fs::path> recorded = recorded_source();
+  SampleSource source = recorded ? SampleSource(*recorded) : std::move(given);
   source.exclude(o_.destination);
 
   // Pass 1: every sample of the source (all shards) for the assignment.
@@ -201,6 +204,12 @@ ConvertResult Engine::run() {
     }
   });
   assigner_->finish();
+  if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
+    for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
+      for (const auto& e : batch) assigner_->add_key(e.label, e.key);
+    });
+    assigner_->finish_keys();
+  }
   uint64_t total = assigner_->shard_size(o_.shard_index, o_.shard_count);
 
   // The manifest says "incomplete" until the end. Files of a format whose spec is new or changed
@@ -212,7 +221,7 @@ ConvertResult Engine::run() {
   manifest_.created =
       old_manifest_ && !old_manifest_->created.empty() ? old_manifest_->created : utc_now();
   manifest_.source_kind = source_kind_name(source.kind());
-  manifest_.source_path = source_path_text(o_.source.string());
+  manifest_.source_path = recorded ? recorded->string() : source_path_text(o_.source.string());
   manifest_.seed = o_.seed;
   manifest_.shard_index = o_.shard_index;
   manifest_.shard_count = o_.shard_count;
@@ -477,6 +486,17 @@ void Engine::remove_siblings(const std::string& key, const std::string& keep_ext
       fs::remove(o_.destination / kDataDir / (key + "." + ext), ec);
     }
   }
+}
+
+// A rerun that names the dataset's source another way (./src, an absolute path, a link) reads it
+// by the name dataset.json records, so that the manifest and the index's source paths change no
+// byte.
+std::optional<fs::path> Engine::recorded_source() const {
+  std::error_code ec;
+  if (old_manifest_ && !old_manifest_->source_path.empty() &&
+      fs::equivalent(old_manifest_->source_path, o_.source, ec))
+    return fs::path(old_manifest_->source_path);
+  return std::nullopt;
 }
 
 // Walks data/ (streaming) and removes the files with these extensions, and temporary files that

@@ -25,6 +25,10 @@ cmp -s index1 ds/samples.jsonl || fail "rerun changed the index"
 stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "a rerun touched the dataset"
 dlprep -q convert-dataset src/ ds --to l3  # the same source, spelt with a slash
 stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "src/ rewrote the dataset"
+ln -s src src-link  # and by other names: absolute, through a link
+dlprep -q convert-dataset "$PWD/./src" ds --to l3
+dlprep -q convert-dataset src-link ds --to l3
+stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "another name rewrote the dataset"
 sleep 0.02; touch src/*/kite*
 dlprep convert-dataset src ds --to l3 2>err3.txt
 grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"

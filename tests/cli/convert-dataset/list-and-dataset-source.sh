@@ -21,3 +21,15 @@ grep -q "sample key 'a' is not unique" err.txt
 printf 'a.png\tcat\na.png\tdog\n' >dup2.txt
 expect_exit 1 dlprep -q convert-dataset dup2.txt dup2 --mix l3:1,png:1 2>err2.txt
 grep -q "sample key 'a' is not unique" err2.txt || fail "$(cat err2.txt)"
+
+# Two names whose 64-bit key hashes collide (under every seed) are still two samples, a shard each.
+mkdir -p coll/c
+cp "$SAMPLE_DATA/images/kay_256x256.png" coll/c/BcWugYjVchJ.png
+cp "$SAMPLE_DATA/images/onestandsout_161x121.bmp" coll/c/uAmGjGvd_lN.bmp
+for k in 0 1; do
+  dlprep -q convert-dataset coll "coll-$k" --to png --shard "$k/2"
+  json_check 'd["samples"] == 1' <"coll-$k/dataset.json"
+done
+dlprep -q convert-dataset coll coll-all --mix png:1,l3:1
+json_check 'd["samples"] == 2' <coll-all/dataset.json
+dlprep -q dataset verify coll-all

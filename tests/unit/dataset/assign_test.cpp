@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace dlprep::dataset;
@@ -116,10 +117,67 @@ TEST_CASE("duplicate keys are detected, in one class and across classes") {
   a.add("dog", "x");
   a.add("dog", "y");
   a.finish();
+  REQUIRE(a.has_shared_hashes());
+  for (auto [label, key] : {std::pair{"cat", "cat/a"},
+                            {"cat", "cat/a"},
+                            {"cat", "cat/b"},
+                            {"cat", "x"},
+                            {"dog", "x"},
+                            {"dog", "y"}})
+    a.add_key(label, key);
+  a.finish_keys();
   CHECK(a.is_duplicate("cat/a"));
   CHECK_FALSE(a.is_duplicate("cat/b"));
   CHECK(a.is_duplicate("x"));
   CHECK_FALSE(a.is_duplicate("y"));
+}
+
+// Two names whose FNV-1a hashes collide (found with Pollard's rho), so their key hashes do under
+// every seed: a dataset of a billion samples has such a pair about once in 30.
+constexpr const char* kCollidingA = "BcWugYjVchJ";
+constexpr const char* kCollidingB = "uAmGjGvd_lN";
+
+TEST_CASE("two keys with one hash are not duplicates, and get ranks of their own") {
+  for (uint64_t seed : {0ull, 1ull, 0xFFFFFFFFFFFFFFFFull})
+    REQUIRE(key_hash(kCollidingA, seed) == key_hash(kCollidingB, seed));
+  for (uint64_t seed : {0ull, 7ull}) {
+    CAPTURE(seed);
+    MixAssigner a({0.5, 0.5}, seed);
+    std::vector<std::pair<std::string, std::string>> samples = {
+        {"", kCollidingA},
+        {"", kCollidingB},
+        {"", "c"},
+        {"", "d"},
+        {"x", kCollidingA + std::string("x")}};
+    for (const auto& [label, key] : samples) a.add(label, key);
+    a.finish();
+    REQUIRE(a.has_shared_hashes());
+    CHECK(a.is_duplicate(kCollidingA));  // until the keys tell them apart
+    for (const auto& [label, key] : samples) a.add_key(label, key);
+    a.finish_keys();
+    CHECK_FALSE(a.is_duplicate(kCollidingA));
+    CHECK_FALSE(a.is_duplicate(kCollidingB));
+    CHECK_FALSE(a.is_duplicate("c"));
+    // The two are ranked apart (in key order), so the shards split them and add up.
+    auto pa = a.place("", kCollidingA), pb = a.place("", kCollidingB);
+    CHECK((pa.entry != pb.entry || pa.rank != pb.rank));
+    CHECK(a.shard("", kCollidingA, 2) != a.shard("", kCollidingB, 2));
+    std::map<uint32_t, uint64_t> per_shard;
+    for (const auto& [label, key] : samples) ++per_shard[a.shard(label, key, 2)];
+    for (uint32_t k = 0; k < 2; ++k) CHECK(per_shard[k] == a.shard_size(k, 2));
+  }
+}
+
+TEST_CASE("a duplicate key is found among keys that share a hash") {
+  MixAssigner a({1.0}, 3);
+  for (const char* key : {kCollidingA, kCollidingB, kCollidingA}) a.add("", key);
+  a.add("", "e");
+  a.finish();
+  for (const char* key : {kCollidingA, kCollidingB, kCollidingA, "e"}) a.add_key("", key);
+  a.finish_keys();
+  CHECK(a.is_duplicate(kCollidingA));
+  CHECK_FALSE(a.is_duplicate(kCollidingB));
+  CHECK_FALSE(a.is_duplicate("e"));
 }
 
 TEST_CASE("every shard gets every class's share of every format, and shard sizes add up") {

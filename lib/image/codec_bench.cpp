@@ -540,6 +540,11 @@ std::string canonical_codec_spec(const std::string& spec) {
   return parse_spec(spec, {}).key;
 }
 
+bool codec_spec_stores(const std::string& spec, uint32_t channels) {
+  const Spec s = parse_spec(spec, {});
+  return !s.codec || s.codec->round_trips(channels);
+}
+
 CodecBenchReport run_codec_bench(const std::vector<Image>& images, const CodecBenchParams& params) {
   return Bench(images, params).run();
 }

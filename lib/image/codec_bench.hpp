@@ -112,4 +112,8 @@ CodecBenchReport run_codec_bench(const std::vector<Image>& images, const CodecBe
 /// run_codec_bench. Use it to check a user's list before loading the images.
 std::string canonical_codec_spec(const std::string& spec);
 
+/// Whether the codec of a spec stores images of this many channels, as run_codec_bench needs
+/// (memcpy and source: any); throws like canonical_codec_spec.
+bool codec_spec_stores(const std::string& spec, uint32_t channels);
+
 }  // namespace dlprep::image

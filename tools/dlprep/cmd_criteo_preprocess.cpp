@@ -286,7 +286,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->type_name("DIR");
   cmd->add_option("--split-last", c->split_last,
                   "split the last input into halves: test-val (DLRM/MLPerf-v1) or val-test "
-                  "(TorchRec's order; its loaders split day_23 themselves)")
+                  "(TorchRec's order; its loaders split day_23 themselves); default none "
+                  "(dlrm preset: test-val)")
       ->type_name("none|test-val|val-test")
       ->check(CLI::IsMember({"none", "test-val", "val-test"}).description(""));
   cmd->add_option("--on-bad-row", c->on_bad_row, "a malformed row stops the run, or is skipped")

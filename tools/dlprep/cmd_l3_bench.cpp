@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <charconv>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,6 +146,76 @@ Json to_json(const image::CodecBenchReport& report, const image::CodecBenchParam
           {"rows", rows}};
 }
 
+// Every codec is measured on the same images: those that all of them can store (webp: 3 or 4
+// channels; jpeg, ppm: 1 or 3; bmp: not 2). The others are left out with a warning, so that a
+// few gray or RGBA pictures do not cost the comparison. A default codec that can store none of
+// the set is left out instead (webp on a gray set); an explicit one is an error.
+void keep_storable_images(std::vector<Image>& images, image::CodecBenchParams& params,
+                          bool default_codecs, const Globals& globals) {
+  auto stores_any = [&](const std::string& spec) {
+    for (const Image& img : images)
+      if (image::codec_spec_stores(spec, img.channels())) return true;
+    return false;
+  };
+  std::vector<std::string> codecs;
+  for (const std::string& spec : params.codecs) {
+    if (stores_any(spec)) {
+      codecs.push_back(spec);
+    } else if (default_codecs) {
+      print_warning(globals, kCommand, spec + " cannot store any image of the set: left out");
+    } else {
+      std::set<uint32_t> counts;
+      for (const Image& img : images) counts.insert(img.channels());
+      std::string which;
+      for (uint32_t c : counts) which += (which.empty() ? "" : ", ") + std::to_string(c);
+      throw Error(Errc::unsupported, spec + " cannot store any image of the set (channels: " +
+                                         which + "); leave this codec out");
+    }
+  }
+  params.codecs = codecs;
+
+  std::vector<Image> kept;
+  std::vector<std::string> names;
+  std::vector<Bytes> sources;
+  std::set<std::string> refusing;
+  std::map<uint32_t, size_t> left_out;  // by channel count
+  for (size_t i = 0; i < images.size(); ++i) {
+    bool storable = true;
+    for (const std::string& spec : codecs)
+      if (!image::codec_spec_stores(spec, images[i].channels())) {
+        storable = false;
+        refusing.insert(spec);
+      }
+    if (!storable) {
+      ++left_out[images[i].channels()];
+      continue;
+    }
+    kept.push_back(std::move(images[i]));
+    names.push_back(std::move(params.image_names[i]));
+    if (!params.source_files.empty()) sources.push_back(std::move(params.source_files[i]));
+  }
+  if (!left_out.empty()) {
+    std::string counts, by;
+    size_t total = 0;
+    for (const auto& [channels, n] : left_out) {
+      counts += (counts.empty() ? "" : ", ") + std::to_string(n) + " with " +
+                std::to_string(channels) + (channels == 1 ? " channel" : " channels");
+      total += n;
+    }
+    for (const std::string& spec : refusing) by += (by.empty() ? "" : ", ") + spec;
+    if (kept.empty())
+      throw Error(Errc::unsupported, "no image of the set can be stored by every codec (" + by +
+                                         ": " + counts + "); choose codecs with --codecs");
+    print_warning(globals, kCommand,
+                  "left out " + std::to_string(total) + " of " + std::to_string(images.size()) +
+                      " images that " + by + " cannot store (" + counts +
+                      "), so that every codec is measured on the same images");
+  }
+  images = std::move(kept);
+  params.image_names = std::move(names);
+  params.source_files = std::move(sources);
+}
+
 int run_bench(const BenchOptions& options, const Globals& globals) {
   if (options.device_mode()) {
     if (!options.codecs.empty() || !options.threads.empty())
@@ -194,30 +266,8 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
       if (keep_files) params.source_files.push_back(std::move(files[i]));
     }
   }
-  if (images.empty()) {
-    print_error(kCommand, "no images to benchmark");
-    return kExitFailure;
-  }
-
-  if (options.codecs.empty()) {
-    // Defaults that cannot store some image of the set (webp and 1-channel images, jpeg and
-    // alpha) are left out with a warning rather than failing the run; --codecs is taken as asked.
-    std::vector<std::string> usable;
-    for (const std::string& name : params.codecs) {
-      const image::Codec* codec = image::find_codec(name);
-      uint32_t bad = 0;
-      for (const Image& img : images)
-        if (codec && !codec->round_trips(img.channels())) bad = img.channels();
-      if (bad == 0)
-        usable.push_back(name);
-      else
-        print_warning(globals, kCommand,
-                      name + " cannot store " + std::to_string(bad) +
-                          "-channel images: left out (choose codecs with --codecs)");
-    }
-    params.codecs = usable;
-  }
-
+  if (images.empty()) throw Error(Errc::io, "no images to benchmark");  // exit 1
+  keep_storable_images(images, params, options.codecs.empty(), globals);
   Progress progress(globals, kCommand, 0, "rows");
   params.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
   image::CodecBenchReport report = image::run_codec_bench(images, params);

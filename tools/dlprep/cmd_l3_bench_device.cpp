@@ -319,10 +319,7 @@ int run_l3_device_bench(const BenchDeviceOptions& options, const Globals& global
 
   int code = kExitOk;
   const Set set = read_set(options.inputs, globals, code);
-  if (set.files.empty()) {
-    print_error(kCommand, "no images to benchmark");
-    return kExitFailure;
-  }
+  if (set.files.empty()) throw Error(Errc::io, "no images to benchmark");  // exit 1
   std::vector<ByteSpan> files(set.files.begin(), set.files.end());
   l3::BatchBenchReport report = l3::run_batch_bench(*decoder, files, params);
 

@@ -470,10 +470,11 @@ Action add_l3_decode_command(CLI::App& l3) {
       ->default_str("cpu");
   cmd->footer(
       "Formats: png (1-4 channels), ppm (1 or 3 channels; 1 is written as pgm), pgm (1 channel),\n"
-      "bmp, raw (the HWC pixel bytes, no header). Default: the extension of a single output\n"
-      "file when it names one of these, else png. OUT is the output file when there is one\n"
-      "input file; it is a directory (mirroring the input trees) when it exists, ends in '/',\n"
-      "or there are several inputs. In directories only L3 files (by magic bytes) are decoded.\n"
+      "bmp (1, 3 or 4), raw (the HWC pixel bytes, no header). Default: the extension of a single\n"
+      "output file when it names one of these, else png. OUT is the output file when there is\n"
+      "one input file; it is a directory (mirroring the input trees) when it exists, ends in\n"
+      "'/', or there are several inputs. In directories only L3 files (by magic bytes) are "
+      "decoded.\n"
       "\n"
       "Every patch checksum is checked while decoding; a corrupt file is reported by name and\n"
       "leaves no output. Outputs are written atomically and skipped when up to date unless\n"

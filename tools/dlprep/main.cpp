@@ -139,6 +139,24 @@ int usage_error(const std::string& path, const std::string& message) {
   return kExitUsage;
 }
 
+// Whether the command line asks for --json (before any "--"): one that CLI11 refused gets its
+// error document too, whichever option it stopped at.
+bool asks_for_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--json") return true;
+  }
+  return false;
+}
+
+// `dlprep --json … | jq`: stdout holds one document, also when the command stopped early.
+void print_error_document(const std::string& path, const std::string& failure, int code) {
+  if (json_printed()) return;
+  print_json(Json{
+      {"schema", "dlprep.error/1"}, {"command", path}, {"error", failure}, {"exit_status", code}});
+}
+
 int finish(int code) {
   if (!close_stdout()) code = worse_exit(code, kExitFailure);
   return code;
@@ -204,6 +222,12 @@ int run(int argc, char** argv) {
   std::vector<std::pair<std::string, Action>> actions;
   for (const Command& command : kCommands) actions.emplace_back(command.name, command.add(app));
 
+  // A malformed command line: exit 2, and with --json its error document.
+  auto refuse = [&](const std::string& path, const std::string& message) {
+    const int code = usage_error(path, message);
+    if (asks_for_json(argc, argv)) print_error_document(path, lower_first(message), code);
+    return finish(code);
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version
@@ -211,13 +235,13 @@ int run(int argc, char** argv) {
     try {
       if (version) check_isa_variables();  // --version names the kernels they choose
     } catch (const Error& bad_variable) {
-      return finish(usage_error("", bad_variable.what()));
+      return refuse("", bad_variable.what());
     }
     if (std::string unknown = version ? "" : unknown_command_with_help(app); !unknown.empty())
-      return finish(usage_error(command_path(app), unknown));
+      return refuse(command_path(app), unknown);
     return finish(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    return finish(usage_error(command_path(app), parse_error_message(app, e)));
+    return refuse(command_path(app), parse_error_message(app, e));
   }
   if (globals.jobs == 0) globals.jobs = hardware_threads();
   if (globals.quiet) globals.verbose = 0;
@@ -249,12 +273,7 @@ int run(int argc, char** argv) {
     code = kExitFailure;
     failure = std::string("internal error: ") + e.what();
   }
-  // `dlprep --json … | jq`: stdout holds one document, also when the command stopped early.
-  if (globals.json && !failure.empty() && !json_printed())
-    print_json(Json{{"schema", "dlprep.error/1"},
-                    {"command", path},
-                    {"error", failure},
-                    {"exit_status", code}});
+  if (globals.json && !failure.empty()) print_error_document(path, failure, code);
   return finish(code);
 }
 

@@ -15,3 +15,18 @@ dlprep -q l3 encode a.ppm -o a.l3
 dlprep --json l3 bench a.l3 b.ppm --codecs source,bmp --repeats 1 --threads 1 >source.json
 json_check '[r["codec"] for r in d["rows"]] == ["source", "bmp", "memcpy"] and all(r["verified"] for r in d["rows"])' <source.json
 json_check 'd["rows"][0]["compressed_bytes"] == '"$(($(stat -c %s a.l3) + $(stat -c %s b.ppm)))" <source.json
+
+# Every codec is measured on the same images: a gray one that webp cannot store is left out
+# (with a count), also from an explicit list; a codec that can store none of the set is left out
+# from the defaults, an error when asked for.
+make_pnm g.pgm 40 30 1 3
+dlprep --json l3 bench a.ppm g.pgm --codecs l3,webp --repeats 1 --threads 1 >same.json 2>same.err
+json_check 'd["images"] == 1' <same.json
+grep -q 'left out 1 of 2 images that webp cannot store (1 with 1 channel)' same.err || fail "$(cat same.err)"
+dlprep l3 bench g.pgm --repeats 1 --threads 1 >gray.txt 2>gray.err
+grep -q 'webp cannot store any image of the set: left out' gray.err || fail "$(cat gray.err)"
+expect_exit 1 dlprep --json l3 bench g.pgm --codecs webp --repeats 1 >webp.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and "webp cannot store any image" in d["error"]' <webp.json
+# No image at all: exit 1, and with --json the error document.
+expect_exit 1 dlprep --json l3 bench nonexistent.png >none.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and d["error"] == "no images to benchmark"' <none.json

@@ -29,5 +29,10 @@ expect_exit 1 dlprep --json dataset info nope >err.json 2>/dev/null
 json_check 'd["schema"] == "dlprep.error/1" and d["command"] == "dataset info" and d["exit_status"] == 1 and "nope" in d["error"]' <err.json
 expect_exit 2 dlprep --json convert-dataset "$SAMPLE_DATA/images" ds2 --to gif >err2.json 2>/dev/null
 json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 2' <err2.json
+# Also for a command line that CLI11 refuses, wherever --json is.
+expect_exit 2 dlprep --json info --bogus >err3.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 2 and "--bogus" in d["error"]' <err3.json
+expect_exit 2 dlprep --progress sometimes info a.ppm --json >err4.json 2>/dev/null
+json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 2' <err4.json
 expect_exit 1 dlprep --json info nope.png >info.json 2>/dev/null
 json_check 'd["schema"] == "dlprep.info/1"' <info.json

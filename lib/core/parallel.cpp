@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -18,20 +19,25 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
     for (size_t i = 0; i < count; ++i) fn(i);
     return;
   }
+  // Items are handed out in index order, and one is skipped only past the lowest failed so far:
+  // every item before the lowest that throws runs, so its exception is the one a loop in order
+  // would meet first, whatever the timing (a corrupt file names the same patch every run).
   std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr first_error;
+  std::atomic<size_t> lowest_failed{SIZE_MAX};
+  std::exception_ptr lowest_error;
   std::mutex error_mutex;
   auto work = [&] {
     for (;;) {
       size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= count || failed.load(std::memory_order_relaxed)) return;
+      if (i >= count || i > lowest_failed.load(std::memory_order_relaxed)) return;
       try {
         fn(i);
       } catch (...) {
         std::lock_guard lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
-        failed.store(true);
+        if (i < lowest_failed.load(std::memory_order_relaxed)) {
+          lowest_error = std::current_exception();
+          lowest_failed.store(i, std::memory_order_relaxed);
+        }
       }
     }
   };
@@ -40,7 +46,7 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
+  if (lowest_error) std::rethrow_exception(lowest_error);
 }
 
 }  // namespace dlprep

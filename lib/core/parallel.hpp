@@ -11,7 +11,8 @@ unsigned hardware_threads() noexcept;
 
 /// Calls fn(i) for every i in [0, count) on up to `threads` threads (the caller's thread counts as
 /// one). Items are handed out one at a time, so uneven items balance. If any call throws, the
-/// remaining items are skipped and the first exception is rethrown here.
+/// items after it are skipped and the exception of the lowest item that threw is rethrown here:
+/// the one a loop in order would have met first, on every run.
 void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& fn);
 
 }  // namespace dlprep

@@ -131,7 +131,8 @@ Layout parse(ByteSpan file, const detail::Kernels& k) {
     remaining -= start;
   }
   if (remaining != 0)
-    throw corrupt(std::to_string(remaining) + " unused bytes after the last patch");
+    throw corrupt(std::to_string(remaining) + (remaining == 1 ? " unused byte" : " unused bytes") +
+                  " after the last patch");
   return l;
 }
 

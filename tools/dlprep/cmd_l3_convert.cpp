@@ -176,10 +176,10 @@ int Converter::run() {
   if (encoding) patch_ = parse_patch(options_.patch);
   std::vector<std::string> empty_dirs;
   // Walking a tree, encode takes every image that is not already L3 (those in formats no codec
-  // reads too, to fail with their name); decode only L3 files.
+  // reads too, to fail with their name); decode only L3 files, and files named *.l3.
   inputs_ = collect_inputs(
       options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
-      &empty_dirs, encoding);
+      &empty_dirs, encoding, encoding ? "" : "l3");
   for (const auto& dir : empty_dirs)
     print_warning(globals_, command_,
                   dir + (encoding ? ": no image files found" : ": no l3 files found"));
@@ -473,8 +473,8 @@ Action add_l3_decode_command(CLI::App& l3) {
       "bmp (1, 3 or 4), raw (the HWC pixel bytes, no header). Default: the extension of a single\n"
       "output file when it names one of these, else png. OUT is the output file when there is\n"
       "one input file; it is a directory (mirroring the input trees) when it exists, ends in\n"
-      "'/', or there are several inputs. In directories only L3 files (by magic bytes) are "
-      "decoded.\n"
+      "'/', or there are several inputs. In directories L3 files (by magic bytes) are decoded,\n"
+      "and files named *.l3 (one whose magic is damaged fails by name).\n"
       "\n"
       "Every patch checksum is checked while decoding; a corrupt file is reported by name and\n"
       "leaves no output. Outputs are written atomically and skipped when up to date unless\n"

@@ -168,7 +168,8 @@ Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::str
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
-      options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs);
+      options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
+      "l3");  // a damaged *.l3 fails by name
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
   const bool trees = !options.against.empty() && std::filesystem::is_directory(options.against);
   if (trees && (options.inputs.size() != 1 || !std::filesystem::is_directory(options.inputs[0])))

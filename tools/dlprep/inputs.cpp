@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <tuple>
@@ -38,6 +39,17 @@ ByteSpan bytes_of(const std::string& s) {
   return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
+// Whether the name ends in "." + ext, in any case; false for an empty ext.
+bool has_extension(const fs::path& path, std::string_view ext) {
+  if (ext.empty()) return false;
+  const std::string name = path.extension().string();
+  return name.size() == ext.size() + 1 &&
+         std::equal(ext.begin(), ext.end(), name.begin() + 1, [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
 }  // namespace
 
 const image::Codec* sniff_path(const fs::path& path) {
@@ -47,7 +59,8 @@ const image::Codec* sniff_path(const fs::path& path) {
 
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
                                       std::vector<std::string>* empty_dirs,
-                                      bool keep_unreadable_images) {
+                                      bool keep_unreadable_images,
+                                      std::string_view extension_kept) {
   std::vector<InputFile> files;
   for (const std::string& arg : args) {
     std::error_code ec;
@@ -87,9 +100,10 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
       if (!it->is_regular_file(file_ec)) continue;
       const std::string head = head_of(it->path());
       const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
-      const bool kept = codec ? keep(*codec)
-                              : keep_unreadable_images &&
-                                    image::unreadable_image_format(bytes_of(head)) != nullptr;
+      const bool kept = has_extension(it->path(), extension_kept) ||
+                        (codec ? keep(*codec)
+                               : keep_unreadable_images &&
+                                     image::unreadable_image_format(bytes_of(head)) != nullptr);
       if (kept) found.push_back({it->path(), it->path().lexically_relative(arg)});
     }
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());

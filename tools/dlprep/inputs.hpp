@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "image/codec.hpp"
@@ -27,13 +28,16 @@ using CodecFilter = std::function<bool(const image::Codec&)>;
 /// except one to a folder it is in (a loop).
 /// `empty_dirs` receives the directory arguments in which nothing was kept. With
 /// `keep_unreadable_images`, images in formats no codec reads (TIFF, GIF ...) are kept too, so
-/// that they fail with their format's name instead of being silently left out.
+/// that they fail with their format's name instead of being silently left out. Files named
+/// *.`extension_kept` (any case) are kept whatever their first bytes, so that a damaged one (a
+/// flipped bit in an L3 file's magic) fails by name instead of vanishing from the run.
 /// A file named twice (the same file, by device and inode, at the same place in the output
 /// tree) is kept once.
 /// Throws Error(io) when a directory cannot be read.
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
                                       std::vector<std::string>* empty_dirs = nullptr,
-                                      bool keep_unreadable_images = false);
+                                      bool keep_unreadable_images = false,
+                                      std::string_view extension_kept = {});
 
 /// The codec whose magic bytes start the file, reading only its first bytes; nullptr if none or
 /// if it cannot be read.

@@ -17,3 +17,15 @@ for f in truncated-header truncated-data flipped empty not-l3; do
 done
 no_temp_files out
 no_temp_files .
+
+# In a directory walk, a file named *.l3 whose magic is damaged fails by name: it does not
+# vanish from the run (verify would pass without it).
+mkdir -p tree
+cp a.l3 tree/good.l3
+cp a.l3 tree/bad-magic.l3 && flip_byte tree/bad-magic.l3 0
+echo notes >tree/readme.txt
+expect_exit 1 dlprep l3 verify tree 2>err-tree.txt >/dev/null
+grep -q "tree/bad-magic.l3: not an l3 file" err-tree.txt || fail "verify: $(cat err-tree.txt)"
+expect_exit 1 dlprep -q l3 decode tree -o tree-out/ 2>err-tree2.txt
+grep -q "tree/bad-magic.l3: not an l3 file" err-tree2.txt || fail "decode: $(cat err-tree2.txt)"
+[ -e tree-out/good.png ] && [ ! -e tree-out/bad-magic.png ] && [ ! -e tree-out/readme.png ] || fail "$(ls tree-out)"

@@ -304,21 +304,18 @@ def gen_hostile(src, out):
     b = bytearray(d); b[e - 1] ^= 0x80; put("last_patch_flip", 8, b)
     # step 9, with patch and header sums recomputed: find a patch whose code arrays have
     # padding bits, and a width code that changes the payload size
-    for i in range(P):
+    def geometry(i):  # groups, predictor-code bytes and byte range of patch i of channel 0
         w = min(N, W - (i % (-(-W // N))) * N)
         h = min(N, H - (i // (-(-W // N))) * N)
-        G = -(-w // 16) * h
-        npred = -(-3 * (h - 1) // 8)
-        s, e = patch_bounds(0, i)
-        if npred and 3 * (h - 1) % 8:
+        return -(-w // 16) * h, -(-3 * (h - 1) // 8), 3 * (h - 1) % 8, patch_bounds(0, i)
+
+    for i in range(P):
+        G, npred, pred_bits, (s, e) = geometry(i)
+        if npred and pred_bits:
             b = bytearray(d); b[s + npred] |= 0x80; put("pred_padding", 9, resum_patch(b, 0, i))
             break
     for i in range(P):
-        w = min(N, W - (i % (-(-W // N))) * N)
-        h = min(N, H - (i // (-(-W // N))) * N)
-        G = -(-w // 16) * h
-        npred = -(-3 * (h - 1) // 8)
-        s, e = patch_bounds(0, i)
+        G, npred, pred_bits, (s, e) = geometry(i)
         if G % 2:
             b = bytearray(d); b[s + 1 + npred + G // 2] |= 0x10
             put("width_padding", 9, resum_patch(b, 0, i))

@@ -75,10 +75,13 @@ void MixAssigner::finish() {
   }
 }
 
+bool MixAssigner::shares_hash(std::string_view key) const {
+  return std::binary_search(shared_.begin(), shared_.end(), key_hash(key, seed_));
+}
+
 void MixAssigner::add_key(std::string_view label, std::string_view key) {
-  uint64_t h = key_hash(key, seed_);
-  if (std::binary_search(shared_.begin(), shared_.end(), h))
-    shared_samples_.push_back({h, std::string(label), std::string(key)});
+  if (shares_hash(key))
+    shared_samples_.push_back({key_hash(key, seed_), std::string(label), std::string(key)});
 }
 
 void MixAssigner::finish_keys() {
@@ -156,7 +159,7 @@ uint64_t MixAssigner::shard_size(uint32_t index, uint32_t count) const {
 }
 
 bool MixAssigner::is_duplicate(std::string_view key) const {
-  if (!std::binary_search(shared_.begin(), shared_.end(), key_hash(key, seed_))) return false;
+  if (!shares_hash(key)) return false;
   return !keys_added_ || std::binary_search(duplicates_.begin(), duplicates_.end(), key);
 }
 

@@ -32,6 +32,8 @@ class MixAssigner {
   /// Then register every sample once more with add_key() and call finish_keys(), which tells
   /// the two apart: is_duplicate() and place() are exact after it.
   bool has_shared_hashes() const { return !shared_.empty(); }
+  /// True when the key's hash is one that more than one registered sample has.
+  bool shares_hash(std::string_view key) const;
   /// Keeps the key of a sample whose hash is shared. Not thread-safe.
   void add_key(std::string_view label, std::string_view key);
   /// Call once after add_key() of every sample.

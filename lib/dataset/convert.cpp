@@ -3,7 +3,9 @@
 //      the MixAssigner: the stratified assignment needs each class's size and hash order, and
 //      it is computed over the whole source even for one shard, so that shards merge into
 //      exactly the unsharded dataset; a sample's shard is its rank among the samples of its
-//      class and format, modulo N, so every shard gets every class's share of every format;
+//      class and format, modulo N, so every shard gets every class's share of every format
+//      (when two samples share a 64-bit key hash, the entries with that hash are listed once
+//      more, to tell a duplicate key from a collision);
 //   2. enumerate again in batches: assign, filter the shard, look up the previous index, then
 //      convert the batch in parallel and append its records in source order to the new index.
 // Incremental rule (make's, plus options): a sample is up to date when its file exists and is
@@ -106,8 +108,12 @@ class Engine {
 
  private:
   void prepare_destination();
-  template <typename Fn>
-  void for_each_batch(const SampleSource& source, Fn&& fn);
+  // Calls fn with batches of the source's samples (walked files sniffed in parallel), in
+  // order; entries `wanted` refuses are dropped before they are sniffed.
+  template <typename Fn, typename Wanted = bool (*)(const SourceEntry&)>
+  void for_each_batch(
+      const SampleSource& source, Fn&& fn,
+      Wanted&& wanted = [](const SourceEntry&) { return true; });
   void process(Work& w) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
@@ -132,8 +138,8 @@ const image::Codec* Engine::target_codec(size_t target) const {
   return image::find_codec(o_.mix[target].target.format);
 }
 
-template <typename Fn>
-void Engine::for_each_batch(const SampleSource& source, Fn&& fn) {
+template <typename Fn, typename Wanted>
+void Engine::for_each_batch(const SampleSource& source, Fn&& fn, Wanted&& wanted) {
   size_t batch_size = kBatchPerThread * std::max(1u, o_.threads);
   std::vector<SourceEntry> batch;
   auto flush = [&] {
@@ -149,6 +155,7 @@ void Engine::for_each_batch(const SampleSource& source, Fn&& fn) {
     fn(kept);
   };
   source.for_each([&](SourceEntry&& e) {
+    if (!wanted(e)) return;
     batch.push_back(std::move(e));
     if (batch.size() >= batch_size) flush();
   });
@@ -205,9 +212,12 @@ ConvertResult Engine::run() {
   });
   assigner_->finish();
   if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
-    for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
-      for (const auto& e : batch) assigner_->add_key(e.label, e.key);
-    });
+    for_each_batch(
+        source,
+        [&](std::vector<SourceEntry>& batch) {
+          for (const auto& e : batch) assigner_->add_key(e.label, e.key);
+        },
+        [&](const SourceEntry& e) { return assigner_->shares_hash(e.key); });
     assigner_->finish_keys();
   }
   uint64_t total = assigner_->shard_size(o_.shard_index, o_.shard_count);
@@ -492,11 +502,16 @@ void Engine::remove_siblings(const std::string& key, const std::string& keep_ext
 // by the name dataset.json records, so that the manifest and the index's source paths change no
 // byte.
 std::optional<fs::path> Engine::recorded_source() const {
+  if (!old_manifest_ || old_manifest_->source_path.empty()) return std::nullopt;
+  const fs::path recorded = old_manifest_->source_path;
   std::error_code ec;
-  if (old_manifest_ && !old_manifest_->source_path.empty() &&
-      fs::equivalent(old_manifest_->source_path, o_.source, ec))
-    return fs::path(old_manifest_->source_path);
-  return std::nullopt;
+  if (!fs::equivalent(recorded, o_.source, ec)) return std::nullopt;
+  // A list file's relative entries are read from its folder: one list linked into two folders
+  // names two sets of images.
+  auto folder = [](const fs::path& p) { return p.has_parent_path() ? p.parent_path() : "."; };
+  if (!fs::is_directory(o_.source, ec) && !fs::equivalent(folder(recorded), folder(o_.source), ec))
+    return std::nullopt;
+  return recorded;
 }
 
 // Walks data/ (streaming) and removes the files with these extensions, and temporary files that

@@ -39,16 +39,9 @@ std::string difference(const Manifest& a, const Manifest& b) {
   auto quoted = [](const std::string& s) {
     return s.empty() ? std::string("none") : "'" + s + "'";
   };
-  // One source named two ways (./train, /data/train, a link) is one source when both names
-  // lead to it from here.
-  std::error_code ec;
-  const bool same_source =
-      a.source_kind == b.source_kind && fs::equivalent(a.source_path, b.source_path, ec);
   for (const std::string& d : {
-           same_source
-               ? std::string()
-               : differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
-                        b.source_kind + " " + quoted(source_path_text(b.source_path))),
+           differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
+                  b.source_kind + " " + quoted(source_path_text(b.source_path))),
            differ("shard count", std::to_string(a.shard_count), std::to_string(b.shard_count)),
            differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
            differ("mix", mix_text(a), mix_text(b)),

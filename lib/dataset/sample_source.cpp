@@ -236,8 +236,11 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
     if (!file) throw Error(Errc::io, src_.string() + ": cannot open: " + std::strerror(errno));
   }
   std::istream& in = list_bytes_ ? static_cast<std::istream&>(held) : file;
-  // Relative paths: from the list's folder; a pipe's (/dev/fd/N) from the working directory.
-  fs::path base = list_bytes_ ? fs::path() : src_.parent_path();
+  // Relative paths: from the list's folder; those of a pipe or of a descriptor's name
+  // (/dev/stdin, /dev/fd/N, even for a redirected file) from the working directory.
+  const std::string name = src_.string();
+  const bool descriptor = name.starts_with("/dev/") || name.starts_with("/proc/");
+  fs::path base = list_bytes_ || descriptor ? fs::path() : src_.parent_path();
   std::string line;
   uint64_t number = 0;
   while (std::getline(in, line)) {

@@ -62,7 +62,8 @@ std::string key_from_path(const std::filesystem::path& relative);
 /// first-level folders are class labels, walked in sorted order, hidden names and dlprep datasets
 /// inside the tree skipped, directory symlinks followed without loops), or a list file (one
 /// `PATH[<TAB>LABEL]` per line, relative paths from the list's folder, blank and `#` lines
-/// ignored; also a pipe, whose relative paths are from the working directory). A dataset's index is
+/// ignored; also a pipe or a descriptor's name such as /dev/stdin, whose relative paths are from
+/// the working directory). A dataset's index is
 /// checked as it is read: locations inside the dataset, and tar members inside their shard, in
 /// order, never overlapping (Error(corrupt_data) naming the index line), and as many records as
 /// its dataset.json counts; an incomplete dataset (its conversion interrupted) is refused. Memory:

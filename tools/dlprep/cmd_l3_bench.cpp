@@ -148,31 +148,30 @@ Json to_json(const image::CodecBenchReport& report, const image::CodecBenchParam
 
 // Every codec is measured on the same images: those that all of them can store (webp: 3 or 4
 // channels; jpeg, ppm: 1 or 3; bmp: not 2). The others are left out with a warning, so that a
-// few gray or RGBA pictures do not cost the comparison. A default codec that can store none of
-// the set is left out instead (webp on a gray set); an explicit one is an error.
+// few gray or RGBA pictures do not cost the comparison. Where no image suits every default
+// codec (webp on a gray set), the default codecs that cannot store every image go instead.
 void keep_storable_images(std::vector<Image>& images, image::CodecBenchParams& params,
                           bool default_codecs, const Globals& globals) {
-  auto stores_any = [&](const std::string& spec) {
-    for (const Image& img : images)
-      if (image::codec_spec_stores(spec, img.channels())) return true;
-    return false;
+  std::vector<std::string>& codecs = params.codecs;
+  auto stores = [](const std::string& spec, const Image& img) {
+    return image::codec_spec_stores(spec, img.channels());
   };
-  std::vector<std::string> codecs;
-  for (const std::string& spec : params.codecs) {
-    if (stores_any(spec)) {
-      codecs.push_back(spec);
-    } else if (default_codecs) {
-      print_warning(globals, kCommand, spec + " cannot store any image of the set: left out");
-    } else {
-      std::set<uint32_t> counts;
-      for (const Image& img : images) counts.insert(img.channels());
-      std::string which;
-      for (uint32_t c : counts) which += (which.empty() ? "" : ", ") + std::to_string(c);
-      throw Error(Errc::unsupported, spec + " cannot store any image of the set (channels: " +
-                                         which + "); leave this codec out");
-    }
+  auto storable = [&](const Image& img) {
+    return std::all_of(codecs.begin(), codecs.end(),
+                       [&](const std::string& spec) { return stores(spec, img); });
+  };
+  if (default_codecs && std::none_of(images.begin(), images.end(), storable)) {
+    std::erase_if(codecs, [&](const std::string& spec) {
+      for (const Image& img : images)
+        if (!stores(spec, img)) {
+          print_warning(globals, kCommand,
+                        spec + " cannot store " + std::to_string(img.channels()) +
+                            "-channel images: left out");
+          return true;
+        }
+      return false;
+    });
   }
-  params.codecs = codecs;
 
   std::vector<Image> kept;
   std::vector<std::string> names;
@@ -180,13 +179,9 @@ void keep_storable_images(std::vector<Image>& images, image::CodecBenchParams& p
   std::set<std::string> refusing;
   std::map<uint32_t, size_t> left_out;  // by channel count
   for (size_t i = 0; i < images.size(); ++i) {
-    bool storable = true;
-    for (const std::string& spec : codecs)
-      if (!image::codec_spec_stores(spec, images[i].channels())) {
-        storable = false;
-        refusing.insert(spec);
-      }
-    if (!storable) {
+    if (!storable(images[i])) {
+      for (const std::string& spec : codecs)
+        if (!stores(spec, images[i])) refusing.insert(spec);
       ++left_out[images[i].channels()];
       continue;
     }

@@ -139,17 +139,6 @@ int usage_error(const std::string& path, const std::string& message) {
   return kExitUsage;
 }
 
-// Whether the command line asks for --json (before any "--"): one that CLI11 refused gets its
-// error document too, whichever option it stopped at.
-bool asks_for_json(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") return false;
-    if (arg == "--json") return true;
-  }
-  return false;
-}
-
 // `dlprep --json … | jq`: stdout holds one document, also when the command stopped early.
 void print_error_document(const std::string& path, const std::string& failure, int code) {
   if (json_printed()) return;
@@ -225,7 +214,8 @@ int run(int argc, char** argv) {
   // A malformed command line: exit 2, and with --json its error document.
   auto refuse = [&](const std::string& path, const std::string& message) {
     const int code = usage_error(path, message);
-    if (asks_for_json(argc, argv)) print_error_document(path, lower_first(message), code);
+    if (app.get_option("--json")->count() > 0)  // as far as CLI11 parsed
+      print_error_document(path, lower_first(message), code);
     return finish(code);
   };
   try {

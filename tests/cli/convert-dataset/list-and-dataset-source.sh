@@ -33,3 +33,21 @@ done
 dlprep -q convert-dataset coll coll-all --mix png:1,l3:1
 json_check 'd["samples"] == 2' <coll-all/dataset.json
 dlprep -q dataset verify coll-all
+
+# A list on /dev/stdin, also when standard input is a file: relative paths from the working
+# directory, not from /dev.
+printf 'a.png\tcat\n' >rel.txt
+dlprep -q convert-dataset /dev/stdin from-stdin --to l3 <rel.txt
+json_check 'd["samples"] == 1' <from-stdin/dataset.json
+
+# One list file linked into two folders names two sets of images (relative paths from the
+# list's folder): a rerun through the other link reads the other folder's.
+mkdir -p la lb
+cp "$SAMPLE_DATA/images/onestandsout_161x121.bmp" la/x.bmp
+cp "$SAMPLE_DATA/images/onestandsout_161x121.bmp" lb/x.bmp
+printf 'x.bmp\tc\n' >la/files.txt
+ln la/files.txt lb/files.txt
+dlprep -q convert-dataset la/files.txt linked --to png
+grep -q '"source":"la/x.bmp"' linked/samples.jsonl || fail "$(cat linked/samples.jsonl)"
+dlprep -q convert-dataset lb/files.txt linked --to png
+grep -q '"source":"lb/x.bmp"' linked/samples.jsonl || fail "through lb/: $(cat linked/samples.jsonl)"

@@ -26,8 +26,3 @@ dlprep -q dataset verify merged
 expect_exit 2 dlprep -q dataset merge part0 -o lonely
 expect_exit 2 dlprep -q dataset merge part0 part0 part1 -o twice
 expect_exit 2 dlprep -q dataset merge part0 all -o mixed
-
-# Parts that name one source two ways (relative, absolute) are parts of one conversion.
-dlprep -q convert-dataset "$PWD/src" part1-abs --mix l3:0.5,bmp:0.5 --shard 1/2
-dlprep -q dataset merge part0 part1-abs -o merged-abs
-dlprep -q dataset verify merged-abs

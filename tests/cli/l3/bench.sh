@@ -24,9 +24,14 @@ dlprep --json l3 bench a.ppm g.pgm --codecs l3,webp --repeats 1 --threads 1 >sam
 json_check 'd["images"] == 1' <same.json
 grep -q 'left out 1 of 2 images that webp cannot store (1 with 1 channel)' same.err || fail "$(cat same.err)"
 dlprep l3 bench g.pgm --repeats 1 --threads 1 >gray.txt 2>gray.err
-grep -q 'webp cannot store any image of the set: left out' gray.err || fail "$(cat gray.err)"
+grep -q 'webp cannot store 1-channel images: left out' gray.err || fail "$(cat gray.err)"
+grep -Eq '^png:6 ' gray.txt || fail "$(cat gray.txt)"
 expect_exit 1 dlprep --json l3 bench g.pgm --codecs webp --repeats 1 >webp.json 2>/dev/null
-json_check 'd["schema"] == "dlprep.error/1" and "webp cannot store any image" in d["error"]' <webp.json
+json_check 'd["schema"] == "dlprep.error/1" and "no image of the set can be stored by every codec (webp" in d["error"]' <webp.json
+# Gray and RGBA, no RGB: the defaults drop webp and jpeg, and measure the rest on both.
+/usr/bin/python3 -c "from PIL import Image; Image.new('RGBA', (20, 10), (1, 2, 3, 4)).save('rgba.png')"
+dlprep --json l3 bench g.pgm rgba.png --repeats 1 --threads 1 >gray-rgba.json 2>/dev/null
+json_check 'd["images"] == 2 and sorted({r["codec"] for r in d["rows"]}) == ["l3", "memcpy", "png:6"]' <gray-rgba.json
 # No image at all: exit 1, and with --json the error document.
 expect_exit 1 dlprep --json l3 bench nonexistent.png >none.json 2>/dev/null
 json_check 'd["schema"] == "dlprep.error/1" and d["error"] == "no images to benchmark"' <none.json

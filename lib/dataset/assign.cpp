@@ -29,8 +29,10 @@ uint64_t fnv1a(std::string_view bytes) {
   return h;
 }
 
-// The salt keeps the class offsets independent of the key hashes drawn from the same seed.
+// The salts keep the class offsets and the deal turns independent of the key hashes drawn from
+// the same seed.
 constexpr uint64_t kClassOffsetSalt = 0x434C415353ull;  // "CLASS"
+constexpr uint64_t kTurnSalt = 0x5455524Eull;           // "TURN"
 
 // A hash as a double in [0, 1): its top 53 bits.
 double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
@@ -112,6 +114,10 @@ uint64_t MixAssigner::tie_rank(uint64_t hash, std::string_view label, std::strin
   return rank;
 }
 
+uint64_t MixAssigner::turn(std::string_view label, size_t entry) const {
+  return mix64(fnv1a(label) ^ mix64(seed_ ^ kTurnSalt) ^ mix64(entry));
+}
+
 uint64_t MixAssigner::cut(size_t entry, double n, double offset) const {
   if (entry + 1 >= cumulative_.size()) return static_cast<uint64_t>(n);
   double c = std::floor(n * cumulative_[entry] + offset);
@@ -137,10 +143,11 @@ MixAssigner::Placement MixAssigner::place(std::string_view label, std::string_vi
   uint64_t begin = 0;
   for (size_t j = 0; j < cumulative_.size(); ++j) {
     uint64_t end = cut(j, n, it->second.offset);
-    if (rank < end) return {j, rank - begin};
+    if (rank < end) return {j, rank - begin, turn(label, j)};
     begin = std::max(begin, end);
   }
-  return {cumulative_.size() - 1, rank - begin};
+  const size_t last = cumulative_.size() - 1;
+  return {last, rank - begin, turn(label, last)};
 }
 
 uint64_t MixAssigner::shard_size(uint32_t index, uint32_t count) const {
@@ -150,8 +157,10 @@ uint64_t MixAssigner::shard_size(uint32_t index, uint32_t count) const {
     uint64_t begin = 0;
     for (size_t j = 0; j < cumulative_.size(); ++j) {
       uint64_t end = std::max(begin, cut(j, n, c.offset));
-      uint64_t size = end - begin;  // ranks 0..size-1 of this entry; index, index+count, … are ours
-      if (size > index) total += (size - index + count - 1) / count;
+      // Ranks 0..size-1 of this entry; those from `first` in steps of `count` are ours.
+      uint64_t size = end - begin;
+      uint64_t first = (index + count - turn(label, j) % count) % count;
+      if (size > first) total += (size - first + count - 1) / count;
       begin = end;
     }
   }

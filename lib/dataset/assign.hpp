@@ -43,6 +43,13 @@ class MixAssigner {
   struct Placement {
     size_t entry = 0;
     uint64_t rank = 0;
+    /// Where the deal of its class and entry to shards starts, drawn from the seed: the groups'
+    /// remainders spread over the shards instead of all falling to shard 0 (many small classes).
+    uint64_t turn = 0;
+    /// The shard of `count` that holds it: its rank, from its group's turn, modulo `count`.
+    uint32_t shard(uint32_t count) const {
+      return static_cast<uint32_t>((rank % count + turn % count) % count);
+    }
   };
   /// The placement of a sample. Thread-safe after finish().
   Placement place(std::string_view label, std::string_view key) const;
@@ -50,10 +57,10 @@ class MixAssigner {
   size_t assign(std::string_view label, std::string_view key) const {
     return place(label, key).entry;
   }
-  /// The shard of a sample: its rank modulo `count`, so that every shard gets every class's
-  /// share of every format to within one sample. Thread-safe after finish().
+  /// The shard of a sample (Placement::shard), so that every shard gets every class's share of
+  /// every format to within one sample. Thread-safe after finish().
   uint32_t shard(std::string_view label, std::string_view key, uint32_t count) const {
-    return static_cast<uint32_t>(place(label, key).rank % count);
+    return place(label, key).shard(count);
   }
   /// Registered samples that shard() puts in shard `index` of `count`.
   uint64_t shard_size(uint32_t index, uint32_t count) const;
@@ -78,6 +85,8 @@ class MixAssigner {
   };
   // The first rank of each entry after the last in a class of n samples with this offset.
   uint64_t cut(size_t entry, double n, double offset) const;
+  // Placement::turn of a class's entry.
+  uint64_t turn(std::string_view label, size_t entry) const;
   // Among the distinct keys of a class that share this hash, how many sort before `key`.
   uint64_t tie_rank(uint64_t hash, std::string_view label, std::string_view key) const;
   std::vector<double> cumulative_;

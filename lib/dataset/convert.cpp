@@ -3,7 +3,8 @@
 //      the MixAssigner: the stratified assignment needs each class's size and hash order, and
 //      it is computed over the whole source even for one shard, so that shards merge into
 //      exactly the unsharded dataset; a sample's shard is its rank among the samples of its
-//      class and format, modulo N, so every shard gets every class's share of every format
+//      class and format, from a turn the seed draws for that group, modulo N, so every shard
+//      gets every class's share of every format, and the groups' remainders are spread
 //      (when two samples share a 64-bit key hash, the entries with that hash are listed once
 //      more, to tell a duplicate key from a collision);
 //   2. enumerate again in batches: assign, filter the shard, look up the previous index, then
@@ -310,7 +311,7 @@ ConvertResult Engine::run() {
     for (auto& e : batch) {
       uint64_t i = ordinal++;
       MixAssigner::Placement place = assigner_->place(e.label, e.key);
-      if (place.rank % o_.shard_count != o_.shard_index) continue;
+      if (place.shard(o_.shard_count) != o_.shard_index) continue;
       Work w;
       w.ordinal = i;
       w.target = place.entry;

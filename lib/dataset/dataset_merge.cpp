@@ -43,6 +43,12 @@ std::string difference(const Manifest& a, const Manifest& b) {
            differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
                   b.source_kind + " " + quoted(source_path_text(b.source_path))),
            differ("shard count", std::to_string(a.shard_count), std::to_string(b.shard_count)),
+           a.shard_rule == b.shard_rule
+               ? std::string()
+               : "shard rule: " + std::to_string(a.shard_rule) + " vs " +
+                     std::to_string(b.shard_rule) +
+                     " (parts from dlprep versions that deal samples to parts differently: "
+                     "convert the older parts again)",
            differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
            differ("mix", mix_text(a), mix_text(b)),
            differ("transform", quoted(a.transform), quoted(b.transform)),

@@ -166,6 +166,7 @@ std::string manifest_to_json(const Manifest& m) {
                      {"shard_index", m.shard_index},
                      {"shard_count", m.shard_count},
                      {"on_error", m.on_error}};
+  if (m.shard_count > 1) j["parameters"]["shard_rule"] = m.shard_rule;
   j["parameters"]["transform"] = m.transform.empty() ? Json(nullptr) : Json(m.transform);
   j["samples"] = m.samples;
   j["bytes"] = m.bytes;
@@ -222,6 +223,7 @@ Manifest manifest_from_json(std::string_view text) {
     m.seed = get<uint64_t>(p, "seed");
     m.shard_index = get<uint32_t>(p, "shard_index");
     m.shard_count = get<uint32_t>(p, "shard_count");
+    if (m.shard_count > 1) m.shard_rule = get_or<uint32_t>(p, "shard_rule", 1);
     m.on_error = get_or<std::string>(p, "on_error", "fail");
     if (p.contains("transform") && !p["transform"].is_null())
       m.transform = get<std::string>(p, "transform");

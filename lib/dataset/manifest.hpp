@@ -25,6 +25,10 @@ inline constexpr const char* kDatasetSchema = "dlprep.dataset/1";
 inline constexpr const char* kManifestName = "dataset.json";
 inline constexpr const char* kIndexName = "samples.jsonl";
 inline constexpr const char* kDataDir = "data";
+/// How samples are dealt to --shard parts (MixAssigner::Placement::shard), recorded by a part
+/// so that parts dealt another way are not merged: 1, each group's rank modulo N (dlprep before
+/// 2026-11-27); 2, from a turn drawn per group.
+inline constexpr uint32_t kShardRule = 2;
 
 /// One line of samples.jsonl.
 struct SampleRecord {
@@ -96,6 +100,7 @@ struct Manifest {
   uint64_t seed = 0;
   uint32_t shard_index = 0;  ///< this dataset holds shard shard_index of shard_count
   uint32_t shard_count = 1;
+  uint32_t shard_rule = kShardRule;  ///< recorded when shard_count > 1 (kShardRule)
   std::vector<TargetState> targets;  ///< the mix (one entry for --to)
   std::string on_error = "fail";
   /// The image transform every file was made with (image::Transform::text(), e.g.

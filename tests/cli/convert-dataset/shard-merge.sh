@@ -26,3 +26,14 @@ dlprep -q dataset verify merged
 expect_exit 2 dlprep -q dataset merge part0 -o lonely
 expect_exit 2 dlprep -q dataset merge part0 part0 part1 -o twice
 expect_exit 2 dlprep -q dataset merge part0 all -o mixed
+
+# Parts dealt by an older rule (dataset.json without "shard_rule") are not merged with new ones.
+cp -r part1 part1-old
+/usr/bin/python3 - part1-old/dataset.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+del d["parameters"]["shard_rule"]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_exit 2 dlprep -q dataset merge part0 part1-old -o never2 2>err-rule.txt
+grep -q "shard rule: 2 vs 1" err-rule.txt || fail "$(cat err-rule.txt)"

@@ -210,3 +210,20 @@ TEST_CASE("every shard gets every class's share of every format, and shard sizes
   CHECK(total == samples.size());
   CHECK(a.shard_size(0, 1) == samples.size());
 }
+
+TEST_CASE("the remainders of many small classes are spread over the shards") {
+  // 1000 classes of 5 samples into 8 shards: each group's deal starts at a turn of its own, so no
+  // shard is left empty (dealing every group from shard 0 gave shards 5-7 nothing).
+  auto samples = make_samples(1000, 5);
+  MixAssigner a({1.0}, 11);
+  for (const auto& s : samples) a.add(s.label, s.key);
+  a.finish();
+  std::vector<uint64_t> counts(8);
+  for (const auto& s : samples) ++counts[a.shard(s.label, s.key, 8)];
+  for (uint32_t k = 0; k < 8; ++k) {
+    CAPTURE(k);
+    CHECK(counts[k] == a.shard_size(k, 8));
+    CHECK(counts[k] > 500);  // 625 on average
+    CHECK(counts[k] < 750);
+  }
+}

@@ -44,21 +44,20 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-// Shares in the mix text: 3 decimals is finer than any sample can realise.
-std::string share_text(double r) {
+std::string share_text(double r, int significant) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", r);
+  std::snprintf(buf, sizeof buf, "%.*g", significant, r);
   return buf;
 }
 
 }  // namespace
 
-std::string ProfileReport::mix_text() const {
+std::string ProfileReport::mix_text(int significant) const {
   std::string out;
   for (size_t i = 0; i < formats.size() && i < mix.size(); ++i) {
     if (mix[i] <= 0) continue;
     if (!out.empty()) out += ',';
-    out += formats[i].spec + ':' + share_text(mix[i]);
+    out += formats[i].spec + ':' + share_text(mix[i], significant);
   }
   return out;
 }
@@ -95,12 +94,12 @@ std::string report_to_json(const ProfileReport& r) {
         {"decode_workers", r.resources.decode_workers},
         {"decode_workers_source", r.decode_workers_source},
         {"jobs", r.jobs},
-        {"compute_images_per_s",
-         r.resources.compute_images_per_s > 0 ? Json(r.resources.compute_images_per_s)
-                                              : Json(nullptr)}}},
+        {"compute_images_per_s", r.resources.compute_images_per_s > 0
+                                     ? Json(r.resources.compute_images_per_s)
+                                     : Json(nullptr)}}},
       {"search", r.search},
       {"mix", mix},
-      {"mix_text", r.mix_text()},
+      {"mix_text", r.mix_text(kMixFromDigits)},
       {"predicted", bounds_json(r.predicted)},
   };
   if (r.measured) {
@@ -270,9 +269,8 @@ std::string read_report_mix(const std::filesystem::path& path) {
     if (!m.is_object() || !m.contains("spec") || !m["spec"].is_string() || !m.contains("ratio") ||
         !m["ratio"].is_number())
       throw corrupt("a \"mix\" entry lacks \"spec\" or a numeric \"ratio\"");
-    char share[32];
-    std::snprintf(share, sizeof share, "%.6g", m["ratio"].get<double>());
-    text += (text.empty() ? "" : ",") + m["spec"].get<std::string>() + ":" + share;
+    text += (text.empty() ? "" : ",") + m["spec"].get<std::string>() + ":" +
+            share_text(m["ratio"].get<double>(), kMixFromDigits);
   }
   return text;
 }

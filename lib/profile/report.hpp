@@ -13,6 +13,8 @@
 namespace dlprep::profile {
 
 inline constexpr const char* kReportSchema = "dlprep.profile-mix/1";
+/// Significant digits of the shares --mix-from takes from a report (and its JSON mix_text).
+inline constexpr int kMixFromDigits = 6;
 
 /// A measured Load -> Decode pass in a report.
 struct MeasuredThroughput {
@@ -51,8 +53,10 @@ struct ProfileReport {
   double sweep_seconds = 0;  ///< measuring the sweep (0 when it was only predicted)
   double total_seconds = 0;
 
-  /// "png:0.7,bmp:0.3": the chosen mix as convert-dataset --mix takes it (zero shares left out).
-  std::string mix_text() const;
+  /// "png:0.7,bmp:0.3": the chosen mix as convert-dataset --mix takes it (zero shares left
+  /// out), to `significant` digits: 3 for people (finer than a sample can realise), and
+  /// kMixFromDigits in the JSON report, the text --mix-from builds from its ratios.
+  std::string mix_text(int significant = 3) const;
 };
 
 /// The report as JSON text (two-space indent, trailing newline). Infinite bounds (no compute

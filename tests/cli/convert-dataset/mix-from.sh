@@ -16,6 +16,15 @@ assert want.keys() == got.keys() and all(abs(want[k] - got[k]) < 1e-5 for k in w
 assert ds["samples"] == 14 and ds["parameters"]["seed"] == 2
 PY
 mix=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mix_text"])' report.json)
+# mix_text carries the shares as --mix-from reads them (6 significant digits), not rounded for show.
+/usr/bin/python3 - report.json <<'PY' || fail "mix_text is not the report's mix"
+import json, sys
+r = json.load(open(sys.argv[1]))
+text = dict(part.split(":") for part in r["mix_text"].split(","))
+for m in r["mix"]:
+    if m["ratio"] > 0:
+        assert f'{m["ratio"]:.6g}' == text[m["spec"]], (m, r["mix_text"])
+PY
 dlprep -q -j2 convert-dataset "$SAMPLE_DATA/images" ds2 --mix "$mix" --seed 2
 cut -d, -f2,4 ds/samples.jsonl >a.txt
 cut -d, -f2,4 ds2/samples.jsonl >b.txt

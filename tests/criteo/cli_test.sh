@@ -75,6 +75,15 @@ expect max_memory 1 "$DLPREP" criteo-preprocess --max-memory 1M "$S/deepctr_200.
 expect max_memory_zero 2 "$DLPREP" criteo-preprocess --max-memory 0 "$S/deepctr_200.tsv" -o "$T/o3z"
 contains max_memory_zero "$T/max_memory_zero.err" "is no memory at all"
 contains max_memory "$T/max_memory.err" "max-memory"
+# Under an address-space limit (ulimit -v), running out names it: a 512 MiB chunk cannot fit
+# 300 MB. A sanitizer build cannot start under such a limit (its shadow memory): skipped there.
+if (ulimit -v 4000000 && "$DLPREP" --version) >/dev/null 2>&1; then
+  expect address_limit 1 bash -c 'ulimit -v 300000 && exec "$0" criteo-preprocess --chunk-mb 512 "$1" -o "$2"' "$DLPREP" "$S/deepctr_200.tsv" "$T/o3v"
+  contains address_limit "$T/address_limit.err" "out of memory under an address-space limit of 307 MB (ulimit -v)"
+  [ ! -e "$T/o3v" ] || { echo "FAIL address_limit: $T/o3v written"; fail=1; }
+else
+  echo "skip address_limit: this build cannot run under ulimit -v (a sanitizer's shadow memory)"
+fi
 # Memory sizes as Slurm and Docker write them: any case, B or iB, fractions; powers of 1024.
 expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
 expect max_memory_tiny 1 "$DLPREP" criteo-preprocess --max-memory 1.5KiB "$S/deepctr_200.tsv" -o "$T/o3c"

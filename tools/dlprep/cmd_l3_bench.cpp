@@ -296,7 +296,7 @@ std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
       print_error(kCommand, with_path(inputs[i].path, e).what());
       codes[i] = item_exit_code(e.code());
     } catch (const std::bad_alloc&) {
-      print_error(kCommand, display_path(inputs[i].path) + ": out of memory");
+      print_error(kCommand, display_path(inputs[i].path) + ": " + out_of_memory_message());
       codes[i] = kExitFailure;
     }
     progress.step();

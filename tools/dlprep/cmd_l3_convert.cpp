@@ -222,7 +222,7 @@ int Converter::run() {
       outcome.error = with_path(inputs_[i].path, e).what();
     } catch (const std::bad_alloc&) {
       outcome.status = Outcome::failed;
-      outcome.error = display_path(inputs_[i].path) + ": out of memory";
+      outcome.error = display_path(inputs_[i].path) + ": " + out_of_memory_message();
     } catch (const std::exception& e) {  // e.g. std::filesystem_error: still only this file
       outcome.status = Outcome::failed;
       outcome.error = display_path(inputs_[i].path) + ": " + e.what();

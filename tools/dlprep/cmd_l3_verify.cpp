@@ -104,7 +104,7 @@ Result verify_one(const InputFile& input, const Original* original,
     result.message = with_path(input.path, e).what();
   } catch (const std::bad_alloc&) {
     result.code = kExitFailure;
-    result.message = display_path(input.path) + ": out of memory";
+    result.message = display_path(input.path) + ": " + out_of_memory_message();
   } catch (const std::exception& e) {
     result.code = kExitFailure;
     result.message = display_path(input.path) + ": " + e.what();

@@ -255,9 +255,9 @@ int run(int argc, char** argv) {
     }
     failure = e.what();
   } catch (const std::bad_alloc&) {
-    print_error(path, "out of memory");
+    failure = out_of_memory_message();
+    print_error(path, failure);
     code = kExitFailure;
-    failure = "out of memory";
   } catch (const std::exception& e) {
     print_error(path, std::string("internal error: ") + e.what());
     code = kExitFailure;

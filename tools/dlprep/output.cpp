@@ -1,6 +1,7 @@
 #include "output.hpp"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,6 +97,15 @@ Error with_path(const std::filesystem::path& path, const Error& error) {
   std::string_view message = error.what();
   if (message.starts_with(shown + ":") || message.starts_with(path.string() + ":")) return error;
   return error.with_context(shown);
+}
+
+std::string out_of_memory_message() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return "out of memory";
+  return "out of memory under an address-space limit of " + format_bytes(limit.rlim_cur) +
+         " (ulimit -v), which counts all mapped memory (buffers, input files mapped whole, each "
+         "thread's malloc arena), not only memory in use";
 }
 
 void print_error(std::string_view command, std::string_view message) {

@@ -46,6 +46,10 @@ Error with_path(const std::filesystem::path& path, const Error& error);
 /// The user-visible spelling of a path: "-" is shown as "<stdin>" or "<stdout>" by callers.
 std::string display_path(const std::filesystem::path& path);
 
+/// "out of memory", and the address-space limit when one is set (`ulimit -v`): it counts every
+/// mapping, so it can fail long before RAM does, and the user should know it was the limit.
+std::string out_of_memory_message();
+
 /// Writes "dlprep: error: <command>: <message>" to stderr (thread-safe; clears a progress line).
 void print_error(std::string_view command, std::string_view message);
 /// Writes "dlprep: warning: <command>: <message>" to stderr unless quiet.

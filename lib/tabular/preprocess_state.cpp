@@ -1,0 +1,201 @@
+// What a criteo-preprocess run (preprocess.cpp) leaves for the next one: the vocabulary
+// checkpoints of pass 1 (vocab/, partial ones every checkpoint_seconds) and the days of pass 2
+// complete under the same settings (state.json), each trusted only while the inputs and settings
+// they record are this run's; and the day files of an earlier run's extra days removed.
+#include <set>
+
+#include "core/error.hpp"
+#include "core/utf8.hpp"
+#include "tabular/json_file.hpp"
+#include "tabular/preprocess_run.hpp"
+#include "tabular/vocab_dir.hpp"
+
+namespace dlprep::tabular::preprocess_detail {
+// An earlier run into OUTDIR with more days (or a split last day where this run has none, or the
+// reverse) left day files that belong to its vocabulary, not this one's; a loader that lists
+// OUTDIR (TorchRec's day_*.npy, --days) would take them for this run's. Only this run's layout
+// is cleaned: another layout's files are another run's choice.
+void Run::remove_stale_outputs() {
+  std::set<std::string> current, stale;
+  for (size_t d = 0; d < o_.inputs.size(); ++d)
+    for (const std::string& s : day_stems(d)) current.insert(s);
+  for (const char* s : {"test", "val"})
+    if (!current.count(s)) stale.insert(s);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(o_.out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    size_t end = 4;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (name.rfind("day_", 0) == 0 && end > 4 && !current.count(name.substr(0, end)))
+      stale.insert(name.substr(0, end));
+  }
+  for (const std::string& s : stale) {
+    for (const fs::path& f : output_files(o_.output_format, o_.out_dir, s))
+      if (fs::remove(f, ec)) stats_.removed_outputs.push_back(f.lexically_relative(o_.out_dir));
+    if (o_.output_format == OutputFormat::split && fs::is_directory(o_.out_dir / s, ec) &&
+        fs::is_empty(o_.out_dir / s, ec))
+      fs::remove(o_.out_dir / s, ec);
+  }
+}
+
+bool Run::checkpoint_due(size_t day) const {
+  // At most once every checkpoint_seconds, so that a rerun after a crash continues with the next
+  // day (short runs never pay for it). With --vocab-from it is state.json alone.
+  return o_.resume && (o_.write_vocab || o_.vocab_from) && day + 1 < o_.inputs.size() &&
+         seconds_since(last_checkpoint_) >= o_.checkpoint_seconds;
+}
+
+void Run::checkpoint_after(size_t day, const json& outputs) {
+  backend_->sync_vocab();
+  PhaseTimer t(write_seconds_);
+  save_vocab(pass1_fp_, day + 1, outputs);
+  last_checkpoint_ = Clock::now();
+}
+
+json Run::pass2_fingerprint() const {
+  json fp2 = {{"cardinality", stats_.cardinality},
+              {"output_format", output_format_name(o_.output_format)},
+              {"min_freq", o_.min_freq},
+              {"id_base", o_.id_base},
+              {"oov_id", o_.oov_id ? *o_.oov_id : -1},
+              {"apply_log", o_.apply_log},
+              {"log_offset", o_.log_offset},
+              {"split_last", static_cast<int>(o_.split_last)},
+              {"on_bad_row", bad_row_policy_name(o_.on_bad_row)},
+              {"vocab_from", o_.vocab_from ? escape_invalid_utf8(o_.vocab_from->string()) : ""}};
+  if (!o_.vocab_from) {
+    // The vocabulary built from the inputs, as far as its size tells.
+    uint64_t rows = 0;
+    for (const auto& d : stats_.days) rows += d.rows;
+    fp2["vocab_rows"] = rows;
+  } else {
+    // A rebuilt vocabulary at the same path must not reuse outputs made with the old one.
+    fp2["vocab_from_id"] = file_identity(vocab_json_of(*o_.vocab_from));
+  }
+  json inputs = json::array();
+  for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));
+  fp2["inputs"] = inputs;
+  return fp2;
+}
+
+std::vector<std::string> Run::day_stems(size_t day) const {
+  if (day + 1 < o_.inputs.size() || o_.split_last == SplitLast::none) return {stem(day)};
+  return o_.split_last == SplitLast::test_val ? std::vector<std::string>{"test", "val"}
+                                              : std::vector<std::string>{"val", "test"};
+}
+
+bool Run::outputs_exist(size_t day) const {
+  for (const auto& s : day_stems(day))
+    for (const auto& f : output_files(o_.output_format, o_.out_dir, s))
+      if (!fs::exists(f)) return false;
+  return true;
+}
+
+void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
+  json days = json::array();
+  for (const auto& d : stats_.days)
+    days.push_back({{"rows", d.rows}, {"bad_rows", d.bad_rows}, {"input_bytes", d.input_bytes}});
+  json st = {{"schema", "dlprep.criteo-state/1"},
+             {"pass2", fp2},
+             {"days_done", days_done},
+             {"days", days}};
+  PhaseTimer t(write_seconds_);
+  write_json_file(o_.out_dir / "state.json", st);
+}
+
+std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
+  std::vector<size_t> done;
+  const fs::path path = o_.out_dir / "state.json";
+  if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return done;
+  try {
+    const json st = read_json_file(path);
+    if (st.value("pass2", json()) != fp2) return done;
+    const json days = st.value("days", json::array());
+    for (const json& d : st.at("days_done")) {
+      const auto day = d.get<size_t>();
+      if (day >= o_.inputs.size() || !outputs_exist(day)) continue;
+      if (restore_counts) {
+        if (!days.is_array() || day >= days.size()) continue;
+        const json& c = days[day];
+        // Checked before get<>(), which would wrap a negative count.
+        const auto count = [&](const char* key) {
+          if (!c.at(key).is_number_unsigned()) throw Error(Errc::corrupt_data, "bad count");
+          return c.at(key).get<uint64_t>();
+        };
+        DayStats& ds = stats_.days[day];
+        ds.rows = count("rows");
+        ds.bad_rows = count("bad_rows");
+        ds.input_bytes = count("input_bytes");
+      }
+      done.push_back(day);
+    }
+  } catch (const Error&) {
+    done.clear();  // an unreadable state file only means nothing is reused
+  } catch (const json::exception&) {
+    done.clear();
+  }
+  return done;
+}
+
+json Run::single_pass_outputs() const {
+  return {{"output_format", output_format_name(o_.output_format)},
+          {"id_base", o_.id_base},
+          {"apply_log", o_.apply_log},
+          {"log_offset", o_.log_offset}};
+}
+
+bool Run::single_pass_resumable(size_t done) const {
+  if (done == 0) return true;
+  if (resumed_outputs_ != single_pass_outputs()) return false;
+  for (size_t day = 0; day < done; ++day)
+    if (!outputs_exist(day)) return false;
+  return true;
+}
+
+void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs) {
+  json days = json::array();
+  for (const auto& d : stats_.days)
+    days.push_back({{"input", d.input},
+                    {"rows", d.rows},
+                    {"bad_rows", d.bad_rows},
+                    {"input_bytes", d.input_bytes}});
+  json fields = {{"days", days}, {"days_done", days_done}, {"pass1", pass1_fp}};
+  if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
+  write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
+}
+
+size_t Run::try_resume_vocab(const json& pass1_fp) {
+  fs::path vj = o_.out_dir / "vocab" / "vocab.json";
+  if (!o_.resume || !fs::exists(vj)) return 0;
+  try {
+    json v = read_json_file(vj);
+    if (v.value("pass1", json()) != pass1_fp) return 0;
+    const json& days = v["days"];
+    size_t done = v.value("days_done", days.size());
+    if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
+    load_vocab_from(o_.out_dir / "vocab");
+    resumed_outputs_ = v.value("single_pass_outputs", json());
+    for (size_t d = 0; d < done; ++d) {
+      stats_.days[d].rows = days[d]["rows"].get<uint64_t>();
+      stats_.days[d].bad_rows = days[d]["bad_rows"].get<uint64_t>();
+      stats_.days[d].input_bytes = days[d]["input_bytes"].get<uint64_t>();
+    }
+    return done;
+  } catch (const Error&) {
+    return 0;  // an unusable checkpoint only means pass 1 runs again
+  } catch (const json::exception&) {
+    return 0;
+  }
+}
+
+void Run::load_vocab_from(const fs::path& where) {
+  SavedVocab saved = read_vocab_dir(where);
+  for (int j = 0; j < kNumSparse; ++j)
+    if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != saved.modulus[j])
+      throw Error(Errc::invalid_argument, "--modulus differs from the vocabulary's (" +
+                                              std::to_string(saved.modulus[j]) + ")");
+  modulus_ = saved.modulus;
+  vocab_ = std::move(saved.columns);
+}
+
+}  // namespace dlprep::tabular::preprocess_detail

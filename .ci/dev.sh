@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build pkg-config git
   libcli11-dev nlohmann-json3-dev doctest-dev
-  libpng-dev libturbojpeg0-dev libwebp-dev zlib1g-dev libisal-dev libdeflate-dev
+  libpng-dev libturbojpeg0-dev libjpeg62-turbo-dev libwebp-dev zlib1g-dev libisal-dev libdeflate-dev
   python3 python3-numpy python3-pil man-db)
 
 install_packages() {

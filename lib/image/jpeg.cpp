@@ -1,18 +1,32 @@
-// JPEG through the TurboJPEG 2 API (libjpeg-turbo 2.1; no tj3* functions).
+// JPEG through libjpeg-turbo 2.1: decode with the libjpeg API, encode with the TurboJPEG 2 API
+// (no tj3* functions).
 //
-// Decode: grayscale files to 1 channel, every other colour JPEG to RGB. CMYK and YCCK files (a few
-// in ImageNet, from Photoshop) are decoded to CMYK and converted to RGB as Pillow does (what
-// PIL-based loaders give trainers): their samples are taken as Adobe's inverted CMYK and
-// R = K' - K' * (255 - C') / 255 with Pillow's rounding, C', K' the stored samples. libjpeg
-// warnings (e.g. "premature end of data segment", which libjpeg would paper over with gray pixels)
-// stop the decode and are reported as corrupt data: a truncated file is an error, never a silently
-// grey-padded image. Encode: 1 channel as a grayscale JPEG, 3 channels as YCbCr 4:2:0; quality
-// 1-100 (default 90). Lossy, so lossless() is false and round_trips(c) only promises the same shape
-// and channel count.
+// Decode: grayscale files to 1 channel, every other colour JPEG to RGB, whatever its chroma
+// sampling (TurboJPEG 2 refuses factors outside its table, such as 4:1:0, which libjpeg, Pillow and
+// djpeg decode; the pixels are TurboJPEG's where it decodes: same library, same defaults, islow DCT
+// and fancy upsampling). CMYK and YCCK files (a few in ImageNet, from Photoshop) are decoded to
+// CMYK and converted to RGB as Pillow does (what PIL-based loaders give trainers): their samples
+// are taken as Adobe's inverted CMYK and R = K' - K' * (255 - C') / 255 with Pillow's rounding, C',
+// K' the stored samples. libjpeg warnings (e.g. "premature end of data segment", which libjpeg
+// would paper over with gray pixels) stop the decode and are reported as corrupt data: a truncated
+// file is an error, never a silently grey-padded image. Files libjpeg cannot read at all (12-bit,
+// lossless, hierarchical) are unsupported, not corrupt. Encode: 1 channel as a grayscale JPEG, 3
+// channels as YCbCr 4:2:0; quality 1-100 (default 90). Lossy, so lossless() is false and
+// round_trips(c) only promises the same shape and channel count.
 #include <turbojpeg.h>
 
+// jpeglib.h needs FILE and size_t declared first.
+// clang-format off
+#include <cstddef>
+#include <cstdio>
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
+
 #include <cctype>
+#include <csetjmp>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,30 +37,94 @@
 namespace dlprep::image {
 namespace {
 
-struct HandleDeleter {
-  void operator()(void* handle) const { tjDestroy(handle); }
-};
-using Handle = std::unique_ptr<void, HandleDeleter>;
+// Progressive files with more scans than this are refused: each scan reruns the whole decode, a
+// known CPU-exhaustion input (TurboJPEG's TJFLAG_LIMITSCANS uses the same bound).
+constexpr int kMaxScans = 500;
 
-// One decompressor and one compressor per thread: creating a handle costs several allocations,
-// which shows on small images. A handle is thrown away after any failure, because TurboJPEG 2
-// leaves libjpeg mid-stream when tjDecompressHeader3 fails and the next file then reads stale
-// tables ("bogus dqt index").
-Handle& thread_handle(bool compress) {
-  thread_local Handle decompress_handle, compress_handle;
-  Handle& handle = compress ? compress_handle : decompress_handle;
-  if (!handle) handle.reset(compress ? tjInitCompress() : tjInitDecompress());
-  if (!handle) throw Error(Errc::internal, "jpeg: cannot create a turbojpeg handle");
-  return handle;
+// A libjpeg decompressor with an error manager that jumps back instead of exiting. One per thread:
+// creating one costs several allocations, which shows on small images. After a failure it is
+// aborted (jpeg_abort_decompress), which readies it for the next file.
+struct Decompressor {
+  jpeg_decompress_struct cinfo{};
+  jpeg_error_mgr err{};
+  jpeg_progress_mgr progress{};
+  std::jmp_buf jump{};
+  char message[JMSG_LENGTH_MAX] = {};
+  bool unsupported = false;  // the file is valid but of a kind libjpeg does not decode
+
+  Decompressor() {
+    cinfo.err = jpeg_std_error(&err);
+    err.error_exit = on_error;
+    err.emit_message = on_message;
+    progress.progress_monitor = on_progress;
+    jpeg_create_decompress(&cinfo);
+    cinfo.progress = &progress;
+    cinfo.client_data = this;
+  }
+  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  static Decompressor& of(j_common_ptr c) { return *static_cast<Decompressor*>(c->client_data); }
+  [[noreturn]] static void on_error(j_common_ptr c) {
+    Decompressor& d = of(c);
+    (*c->err->format_message)(c, d.message);
+    const int code = c->err->msg_code;
+    d.unsupported = code == JERR_BAD_PRECISION || code == JERR_SOF_UNSUPPORTED ||
+                    code == JERR_NOT_COMPILED || code == JERR_ARITH_NOTIMPL;
+    std::longjmp(d.jump, 1);
+  }
+  // A warning (level -1) stops the decode as an error; trace messages (level >= 0) are dropped.
+  static void on_message(j_common_ptr c, int level) {
+    if (level < 0) on_error(c);
+  }
+  static void on_progress(j_common_ptr c) {
+    const auto* cinfo = reinterpret_cast<j_decompress_ptr>(c);
+    if (c->is_decompressor && cinfo->input_scan_number > kMaxScans) {
+      Decompressor& d = of(c);
+      std::snprintf(d.message, sizeof d.message, "progressive jpeg with more than %d scans",
+                    kMaxScans);
+      d.unsupported = false;
+      std::longjmp(d.jump, 1);
+    }
+  }
+};
+
+Decompressor& thread_decompressor() {
+  thread_local Decompressor d;
+  return d;
 }
 
-// Turns the handle's last error into an Error and discards the handle (see above).
-[[noreturn]] void fail(Handle& handle, Errc code, const std::string& what) {
-  std::string msg = tjGetErrorStr2(handle.get());
+// The libjpeg calls, each in a function whose locals are all trivial: an error longjmps back to
+// its setjmp, past nothing that needs destroying. They return false after an error.
+bool read_header_steps(Decompressor& d, ByteSpan file, int& result) {
+  if (setjmp(d.jump)) return false;
+  // libjpeg takes the size as unsigned long; our files are bounded by kMaxFileBytes.
+  jpeg_mem_src(&d.cinfo, file.data(), static_cast<unsigned long>(file.size()));
+  result = jpeg_read_header(&d.cinfo, FALSE);
+  return true;
+}
+
+bool decompress_steps(Decompressor& d, uint8_t* out, size_t pitch) {
+  if (setjmp(d.jump)) return false;
+  jpeg_start_decompress(&d.cinfo);
+  while (d.cinfo.output_scanline < d.cinfo.output_height) {
+    JSAMPROW row = out + size_t{d.cinfo.output_scanline} * pitch;
+    jpeg_read_scanlines(&d.cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&d.cinfo);
+  return true;
+}
+
+// Turns the decompressor's last error into an Error and readies it for the next file.
+[[noreturn]] void fail(Decompressor& d, const std::string& what) {
+  std::string msg = d.message;
   for (char& c : msg) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (msg.rfind("corrupt jpeg data: ", 0) == 0) msg.erase(0, 19);  // libjpeg's own prefix
-  handle.reset();
-  throw Error(code, what + msg);
+  jpeg_abort_decompress(&d.cinfo);
+  if (d.unsupported)
+    throw Error(Errc::unsupported, msg + " (dlprep reads 8-bit sequential and progressive jpeg)");
+  throw Error(Errc::corrupt_data, what + msg);
 }
 
 struct JpegHeader {
@@ -66,25 +144,43 @@ void cmyk_to_rgb(const uint8_t* cmyk, size_t pixels, uint8_t* rgb) {
   }
 }
 
-JpegHeader read_header(Handle& handle, ByteSpan file) {
+// Reads the header into d.cinfo, set to decode to the returned shape's layout.
+JpegHeader read_header(Decompressor& d, ByteSpan file) {
   if (file.size() < 3 || file[0] != 0xFF || file[1] != 0xD8 || file[2] != 0xFF)
     throw Error(Errc::corrupt_data, "not a jpeg file (no SOI marker at offset 0)");
-  // TurboJPEG 2 takes the size as unsigned long; our files are bounded by kMaxFileBytes.
-  int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle.get(), file.data(), static_cast<unsigned long>(file.size()),
-                          &width, &height, &subsamp, &colorspace) != 0)
-    fail(handle, Errc::corrupt_data, "corrupt jpeg header: ");
-  if (width <= 0 || height <= 0) {  // a tables-only stream, or one cut before its frame header
-    handle.reset();
+  int result = 0;
+  if (!read_header_steps(d, file, result)) fail(d, "corrupt jpeg header: ");
+  if (result != JPEG_HEADER_OK) {  // a tables-only stream, or one cut before its frame header
+    jpeg_abort_decompress(&d.cinfo);
     throw Error(Errc::corrupt_data, "corrupt jpeg header: no frame header (file of " +
                                         std::to_string(file.size()) + " bytes)");
   }
   JpegHeader h;
-  h.shape = {static_cast<uint32_t>(width), static_cast<uint32_t>(height),
-             colorspace == TJCS_GRAY ? 1u : 3u};
-  h.cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
-  check_shape(h.shape);
+  const J_COLOR_SPACE space = d.cinfo.jpeg_color_space;
+  h.cmyk = space == JCS_CMYK || space == JCS_YCCK;
+  h.shape = {d.cinfo.image_width, d.cinfo.image_height, space == JCS_GRAYSCALE ? 1u : 3u};
+  d.cinfo.out_color_space = h.cmyk ? JCS_CMYK : space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
+  try {
+    check_shape(h.shape);
+  } catch (...) {
+    jpeg_abort_decompress(&d.cinfo);
+    throw;
+  }
   return h;
+}
+
+struct TjDestroy {
+  void operator()(void* handle) const { tjDestroy(handle); }
+};
+using TjHandle = std::unique_ptr<void, TjDestroy>;
+
+// One TurboJPEG compressor per thread (creating one costs several allocations), dropped after a
+// failure.
+TjHandle& thread_compressor() {
+  thread_local TjHandle handle;
+  if (!handle) handle.reset(tjInitCompress());
+  if (!handle) throw Error(Errc::internal, "jpeg: cannot create a turbojpeg handle");
+  return handle;
 }
 
 struct TjFree {
@@ -102,25 +198,21 @@ class JpegCodec final : public Codec {
   bool round_trips(uint32_t channels) const override { return channels == 1 || channels == 3; }
 
   ImageInfo probe(ByteSpan file) const override {
-    return {"jpeg", read_header(thread_handle(false), file).shape};
+    Decompressor& d = thread_decompressor();
+    const ImageShape shape = read_header(d, file).shape;
+    jpeg_abort_decompress(&d.cinfo);
+    return {"jpeg", shape};
   }
 
   Image decode(ByteSpan file) const override {
-    Handle& handle = thread_handle(false);
-    const JpegHeader h = read_header(handle, file);
+    Decompressor& d = thread_decompressor();
+    const JpegHeader h = read_header(d, file);
     Image image(h.shape);
-    const int pixel_format = h.cmyk ? TJPF_CMYK : h.shape.channels == 1 ? TJPF_GRAY : TJPF_RGB;
     const size_t pixels = size_t{h.shape.width} * h.shape.height;
     std::vector<uint8_t> cmyk(h.cmyk ? pixels * 4 : 0);
     uint8_t* out = h.cmyk ? cmyk.data() : image.data();
     const size_t pitch = h.cmyk ? size_t{h.shape.width} * 4 : image.row_bytes();
-    // STOPONWARNING: truncated or damaged entropy data is an error (see the file comment).
-    // LIMITSCANS: refuses progressive files with absurd scan counts (a known CPU-exhaustion input).
-    const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
-    if (tjDecompress2(handle.get(), file.data(), static_cast<unsigned long>(file.size()), out,
-                      static_cast<int>(h.shape.width), static_cast<int>(pitch),
-                      static_cast<int>(h.shape.height), pixel_format, flags) != 0)
-      fail(handle, Errc::corrupt_data, "corrupt jpeg data: ");
+    if (!decompress_steps(d, out, pitch)) fail(d, "corrupt jpeg data: ");
     if (h.cmyk) cmyk_to_rgb(cmyk.data(), pixels, image.data());
     return image;
   }
@@ -134,7 +226,7 @@ class JpegCodec final : public Codec {
     if (quality < 1 || quality > 100)
       throw Error(Errc::invalid_argument,
                   "jpeg quality " + std::to_string(options.quality) + " is not in 1..100");
-    Handle& handle = thread_handle(true);
+    TjHandle& handle = thread_compressor();
     unsigned char* buffer = nullptr;
     unsigned long size = 0;
     const int rc = tjCompress2(handle.get(), image.data(), static_cast<int>(image.width()),
@@ -142,7 +234,11 @@ class JpegCodec final : public Codec {
                                static_cast<int>(image.height()), c == 1 ? TJPF_GRAY : TJPF_RGB,
                                &buffer, &size, c == 1 ? TJSAMP_GRAY : TJSAMP_420, quality, 0);
     std::unique_ptr<unsigned char, TjFree> owned(buffer);
-    if (rc != 0) fail(handle, Errc::internal, "jpeg encode failed: ");
+    if (rc != 0) {
+      const std::string msg = tjGetErrorStr2(handle.get());
+      handle.reset();
+      throw Error(Errc::internal, "jpeg encode failed: " + msg);
+    }
     return Bytes(buffer, buffer + size);
   }
 };

@@ -1,5 +1,6 @@
 // The only list of codecs, and the only file that knows which optional codecs were built.
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -49,25 +50,45 @@ const Codec* sniff_codec(ByteSpan file) {
 }
 
 const char* unreadable_image_format(ByteSpan file) {
-  // Formats users have in image folders that no codec here reads, by magics long enough not to
-  // catch other files (JPEG XL's bare 2-byte codestream signature would).
+  // Formats users have in image folders that no codec here reads, so that a folder's TIFFs fail by
+  // name instead of being left out. Short signatures only where nothing else starts that way: a
+  // bare JPEG XL codestream (what cjxl writes by default) and a JPEG 2000 one (.j2k, .j2c).
   static const struct {
     const char* name;
     size_t at;
     std::string_view magic;
   } kOthers[] = {{"TIFF", 0, std::string_view("II*\0", 4)},
                  {"TIFF", 0, std::string_view("MM\0*", 4)},
+                 {"BigTIFF", 0, std::string_view("II+\0", 4)},
+                 {"BigTIFF", 0, std::string_view("MM\0+", 4)},
                  {"GIF", 0, "GIF8"},
                  {"HEIC/HEIF", 4, "ftypheic"},
                  {"HEIC/HEIF", 4, "ftypheix"},
                  {"HEIC/HEIF", 4, "ftypmif1"},
                  {"AVIF", 4, "ftypavif"},
                  {"JPEG XL", 0, std::string_view("\0\0\0\x0cJXL ", 8)},
-                 {"JPEG 2000", 0, std::string_view("\0\0\0\x0cjP  ", 8)}};
+                 {"JPEG XL", 0, "\xFF\x0A"},
+                 {"JPEG 2000", 0, std::string_view("\0\0\0\x0cjP  ", 8)},
+                 {"JPEG 2000", 0, "\xFF\x4F\xFF\x51"}};
   for (const auto& o : kOthers)
     if (file.size() >= o.at + o.magic.size() &&
         std::memcmp(file.data() + o.at, o.magic.data(), o.magic.size()) == 0)
       return o.name;
+  // The Netpbm kinds beside binary PGM/PPM (P5/P6, which pnm.cpp reads): the magic and a space.
+  if (file.size() >= 3 && file[0] == 'P' && std::isspace(file[2])) {
+    switch (file[1]) {
+      case '1':
+        return "plain (ASCII) PBM";
+      case '2':
+        return "plain (ASCII) PGM";
+      case '3':
+        return "plain (ASCII) PPM";
+      case '4':
+        return "PBM (bitmap)";
+      case '7':
+        return "PAM";
+    }
+  }
   return nullptr;
 }
 

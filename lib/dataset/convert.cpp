@@ -541,9 +541,10 @@ void Engine::process(Work& w) const {
   const std::string& key = w.entry.key;
   check_location(key);
   if (assigner_->is_duplicate(key))
-    throw Error(Errc::corrupt_data, "sample key '" + key +
-                                        "' is not unique (another source file has the same "
-                                        "path without its extension)");
+    throw Error(Errc::corrupt_data,
+                "sample key '" + key +
+                    "' is not unique (another source file has the same path without its "
+                    "extension, or the same once bytes that are not UTF-8 are written as %XX)");
   if (w.kept && keep_member(w)) return;
   ConvertStageSeconds& seconds = w.seconds;
   Stopwatch stage;

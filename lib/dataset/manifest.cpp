@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
@@ -75,8 +76,9 @@ std::string format_record(const SampleRecord& r) {
   j["height"] = r.shape.height;
   j["channels"] = r.shape.channels;
   j["crc32"] = crc32_hex(r.crc32);
-  j["source"] = r.source;
-  // Invalid UTF-8 in file names is replaced rather than refused: the index must still be JSON.
+  // A name that is not UTF-8 is written as the key is (%XX per byte), so that two such sources
+  // stay apart in the index.
+  j["source"] = escape_invalid_utf8(r.source);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

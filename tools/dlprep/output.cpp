@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/file_io.hpp"
+#include "core/utf8.hpp"
 
 namespace dlprep::cli {
 namespace {
@@ -138,11 +139,22 @@ void print_note(const Globals& globals, std::string_view text) {
 
 namespace {
 std::atomic<bool> g_json_printed{false};
+
+// File names that are not UTF-8, written as dataset keys are (%XX per byte): JSON holds them, and
+// two such names stay apart (U+FFFD would make them one).
+void escape_names(Json& j) {
+  if (j.is_string()) {
+    j = escape_invalid_utf8(j.get_ref<const std::string&>());
+  } else if (j.is_structured()) {
+    for (Json& item : j) escape_names(item);
+  }
+}
 }  // namespace
 
 void print_json(const Json& document) {
-  // error_handler_t::replace: file names that are not UTF-8 must not abort the report.
-  std::cout << document.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+  Json escaped = document;
+  escape_names(escaped);
+  std::cout << escaped.dump(2) << '\n';
   g_json_printed = true;
 }
 

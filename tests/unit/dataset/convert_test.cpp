@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -94,6 +95,11 @@ TEST_CASE("a Latin-1 file name keeps its file: the key and the data file are esc
   CHECK(r.manifest.samples == 2);
   CHECK(r.manifest.classes.size() == 2);  // two folders, two classes (not one U+FFFD name)
   CHECK(fs::exists(root / "dst" / "data" / "caf%E9" / "d%E9j%E0.l3"));
+  // The index names each source apart, escaped as the key is (not both as U+FFFD).
+  std::ifstream index(root / "dst" / "samples.jsonl");
+  const std::string text((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
+  CHECK(text.find("caf%E9/d%E9j%E0.png\"") != std::string::npos);
+  CHECK(text.find("caf%E8/x.png\"") != std::string::npos);
   CHECK(verify(root / "dst").ok == 2);
   CHECK(convert_dataset(options(root / "src", root / "dst", "l3")).up_to_date == 2);
 }

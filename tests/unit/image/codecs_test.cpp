@@ -246,7 +246,17 @@ TEST_CASE("images in formats no codec reads are named, not called unknown") {
                    16),
        "AVIF"},
       {std::string("\0\0\0\x0cJXL \r\n\x87\n", 12), "JPEG XL"},
-      {std::string("\0\0\0\x0cjP  \r\n\x87\n", 12), "JPEG 2000"}};
+      {std::string("\0\0\0\x0cjP  \r\n\x87\n", 12), "JPEG 2000"},
+      // The bare codestreams (cjxl's default output; .j2k/.j2c), BigTIFF, the other Netpbm kinds.
+      {"\xFF\x0A\xFA\x1F", "JPEG XL"},
+      {"\xFF\x4F\xFF\x51\0\x2F", "JPEG 2000"},
+      {std::string("II+\0\x08\0\0\0", 8), "BigTIFF"},
+      {std::string("MM\0+\0\x08\0\0", 8), "BigTIFF"},
+      {"P1\n2 1\n0 1\n", "plain (ASCII) PBM"},
+      {"P2 2 1 255 0 9", "plain (ASCII) PGM"},
+      {"P3\r\n1 1\n255\n1 2 3\n", "plain (ASCII) PPM"},
+      {"P4\n8 1\n\xAA", "PBM (bitmap)"},
+      {"P7\nWIDTH 1\n", "PAM"}};
   for (const auto& [file, name] : cases) {
     INFO(name);
     CHECK(sniff_codec(bytes(file)) == nullptr);
@@ -259,6 +269,8 @@ TEST_CASE("images in formats no codec reads are named, not called unknown") {
         Error);
   }
   CHECK(unreadable_image_format(bytes("hello world")) == nullptr);
+  CHECK(unreadable_image_format(bytes("P9 is no Netpbm")) == nullptr);
+  CHECK(unreadable_image_format(bytes("P3x")) == nullptr);
   CHECK_THROWS_WITH_AS(decode_any(bytes("hello world")),
                        "unknown image format (no known magic bytes)", Error);
 }

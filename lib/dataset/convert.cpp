@@ -133,6 +133,10 @@ class Engine {
   std::unique_ptr<TarShards> tar_;  // the tar layout's shards, null for the file tree
   // Set before the first change to the destination; never, in a rerun with nothing to do.
   std::unique_ptr<IncompleteMark> mark_;
+  // Walked files whose contents are no image's (an HTML page saved as .jpg), counted by pass 1.
+  bool count_not_images_ = false;
+  uint64_t not_images_ = 0;
+  fs::path first_not_image_;
 };
 
 const image::Codec* Engine::target_codec(size_t target) const {
@@ -150,8 +154,13 @@ void Engine::for_each_batch(const SampleSource& source, Fn&& fn, Wanted&& wanted
       if (!batch[i].named) keep[i] = is_image_candidate(batch[i].path);
     });
     std::vector<SourceEntry> kept;
-    for (size_t i = 0; i < batch.size(); ++i)
-      if (keep[i]) kept.push_back(std::move(batch[i]));
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (keep[i]) {
+        kept.push_back(std::move(batch[i]));
+      } else if (count_not_images_ && not_images_++ == 0) {
+        first_not_image_ = batch[i].path;
+      }
+    }
     batch.clear();
     fn(kept);
   };
@@ -205,12 +214,14 @@ ConvertResult Engine::run() {
   assigner_ = std::make_unique<MixAssigner>(ratios, o_.seed);
   const bool tar = o_.max_shard_bytes > 0;
   std::set<std::string> labels;  // tar: the class index of a label is its rank
+  count_not_images_ = true;
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     for (const auto& e : batch) {
       assigner_->add(e.label, e.key);
       if (tar && !e.label.empty()) labels.insert(e.label);
     }
   });
+  count_not_images_ = false;
   assigner_->finish();
   if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
     for_each_batch(
@@ -412,6 +423,12 @@ ConvertResult Engine::run() {
     }
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   });
+  result.not_images = not_images_;
+  if (not_images_ > 0 && o_.warning)
+    o_.warning(
+        std::to_string(not_images_) + (not_images_ == 1 ? " file in SRC is" : " files in SRC are") +
+        " not an image by its contents and left out (the first: " + first_not_image_.string() +
+        ")");
   if (wide > 0 && o_.warning)
     o_.warning(std::to_string(wide) + (wide == 1 ? " sample has" : " samples have") +
                " more than 8 bits per sample (the first: " + first_wide +

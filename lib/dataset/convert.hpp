@@ -39,7 +39,7 @@ struct ConvertOptions {
   unsigned threads = 1;       ///< samples converted in parallel
   std::string tool;           ///< recorded in dataset.json, e.g. "dlprep 0.1.0"
   ProgressCallback progress;  ///< after each sample (what "convert-dataset", item = the key)
-  WarningCallback warning;    ///< a skipped sample: "PATH: reason"
+  WarningCallback warning;    ///< a skipped sample ("PATH: reason"), files left out, wide samples
 };
 
 /// Where the time of the converted samples went: seconds on the monotonic clock, summed over the
@@ -62,6 +62,7 @@ struct ConvertResult {
   uint64_t up_to_date = 0;    ///< samples whose file was already current
   uint64_t failed = 0;        ///< samples skipped because of an error (--on-error skip)
   uint64_t removed = 0;       ///< files of an earlier run's samples no longer in the source
+  uint64_t not_images = 0;    ///< walked files left out: their contents are no image's
   uint64_t source_bytes = 0;  ///< bytes read from the sources of converted samples
   uint64_t output_bytes = 0;  ///< bytes written for converted samples
   ConvertStageSeconds stage_seconds;

@@ -105,6 +105,7 @@ Json report(const dataset::ConvertResult& r, double seconds, unsigned threads) {
           {"up_to_date", r.up_to_date},
           {"failed", r.failed},
           {"removed", r.removed},
+          {"not_images", r.not_images},
           {"source_bytes", r.source_bytes},
           {"output_bytes", r.output_bytes},
           {"dataset_bytes", m.bytes},

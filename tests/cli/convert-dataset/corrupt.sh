@@ -19,6 +19,12 @@ dlprep convert-dataset src out --to l3 --on-error skip 2>err2.txt
 grep -q 'warning: convert-dataset: src/dog/truncated.ppm: .* (skipped)$' err2.txt ||
   fail "truncated file not reported: $(cat err2.txt)"
 grep -q 'warning: convert-dataset: src/dog/gone.png: cannot open' err2.txt || fail "link not reported"
+# A file that is no image by its contents is left out, counted and named (a web page saved as
+# .jpg would vanish from a scraped set otherwise).
+grep -q 'warning: convert-dataset: 1 file in SRC is not an image by its contents and left out (the first: src/cat/README)$' err2.txt ||
+  fail "non-image file not reported: $(cat err2.txt)"
+dlprep --json convert-dataset src out --to l3 --on-error skip 2>/dev/null >report.json
+json_check 'd["not_images"] == 1' <report.json
 json_check 'd["complete"] and d["samples"] == 2 and d["failed"] == 2' <out/dataset.json
 dlprep -q dataset verify out
 expect_exit 1 dlprep -q convert-dataset src out2 --to l3 --on-error skip --max-errors 1

@@ -5,7 +5,8 @@
 //   -> 8-bit gray, tRNS -> an alpha channel, Adam7 interlacing handled by libpng;
 // - 16-bit samples are scaled to 8 bits with rounding (png_set_scale_16: (v * 255 + 32895) >> 16),
 //   not truncated, so 0xFFFF -> 255 and 0x8080 -> 128;
-// - no gamma, colour-space or background transforms: the stored sample values come out.
+// - no gamma, colour-space or background transforms: the stored sample values come out;
+// - a CRC error in any chunk, ancillary ones included, is corrupt data (as Pillow has it).
 // The result is 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels; encode() writes the same
 // four colour types at 8 bits, so all four round-trip bit-exactly.
 //
@@ -102,6 +103,9 @@ struct ReadStruct {
 #endif
     // Dimensions are checked by check_shape() with our own limits and messages.
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
+    // A bad CRC fails the file in any chunk, as in Pillow (whose loaders would then fail on a
+    // dataset that copied it); libpng's default only discards an ancillary chunk that has one.
+    png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_ERROR_QUIT);
   }
   ~ReadStruct() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
   ReadStruct(const ReadStruct&) = delete;

@@ -324,6 +324,30 @@ TEST_CASE("libpng errors become lower-case corrupt-data errors with an offset") 
   }
 }
 
+TEST_CASE("a bad CRC in an ancillary chunk fails the file, before or after the image data") {
+  if (!png()) return;
+  const Image image = test::make_image({20, 20, 3}, test::Pattern::random);
+  const Bytes file = png()->encode(image, EncodeOptions{});
+  // A tEXt chunk inserted right after IHDR (offset 33) or right before IEND (12 bytes).
+  const auto with_text = [&](size_t at, bool good_crc) {
+    const std::string body = std::string("tEXtComment") + '\0' + "hello";
+    Bytes chunk = {0, 0, 0, static_cast<uint8_t>(body.size() - 4)};
+    chunk.insert(chunk.end(), body.begin(), body.end());
+    uLong crc = crc32(0, chunk.data() + 4, static_cast<uInt>(body.size()));
+    if (!good_crc) crc ^= 1;
+    for (int i = 0; i < 4; ++i) chunk.push_back(static_cast<uint8_t>(crc >> (24 - 8 * i)));
+    Bytes out = file;
+    out.insert(out.begin() + static_cast<ptrdiff_t>(at), chunk.begin(), chunk.end());
+    return out;
+  };
+  for (const size_t at : {size_t{33}, file.size() - 12}) {
+    CAPTURE(at);
+    CHECK(png()->decode(span(with_text(at, true))).same_pixels(image));
+    const Bytes bad = with_text(at, false);
+    CHECK(decode_error(bad) == Errc::corrupt_data);
+  }
+}
+
 #ifdef PNG_IGNORE_ADLER32  // libpng 1.6.26 and later
 TEST_CASE("damaged compressed data is caught by the IDAT CRC; zlib's Adler-32 is not checked again") {
   if (!png()) return;

@@ -2,19 +2,23 @@
 //
 // Read: BITMAPCOREHEADER (12 bytes) and BITMAPINFOHEADER..V5 (40-124 bytes); rows bottom-up
 // (positive height) or top-down (negative height);
-//  - 8 bits per pixel with a palette: 1 channel when every palette entry is gray (r == g == b),
-//    RGB otherwise; an index beyond the palette is corrupt data;
+//  - 1, 4 and 8 bits per pixel with a palette, 8 and 4 also run-length encoded (BI_RLE8,
+//    BI_RLE4; pixels the runs skip are index 0, as in Pillow): 1 channel when every palette entry
+//    is gray (r == g == b), RGB otherwise; an index beyond the palette is corrupt data;
+//  - 16 bits BI_RGB (5-5-5) and BI_BITFIELDS 5-5-5 or 5-6-5: RGB, each field v of n bits scaled as
+//    Pillow does, v * 255 / (2^n - 1) truncated;
 //  - 24 bits BI_RGB: RGB;
 //  - 32 bits BI_RGB: RGB (the fourth byte is unused by the specification);
 //  - 32 bits BI_BITFIELDS / BI_ALPHABITFIELDS with the standard masks (R 0xff0000, G 0xff00,
 //    B 0xff): RGBA when the alpha mask is 0xff000000, RGB when it is 0.
-// Other depths, RLE and JPEG/PNG-in-BMP are unsupported.
+// Other depths and masks, and JPEG/PNG-in-BMP, are unsupported.
 // Write (bottom-up, as most readers expect): 1 channel as 8 bits with a gray palette, 3 as 24-bit
 // BI_RGB, 4 as 32-bit BITMAPV4HEADER with BI_BITFIELDS and an alpha mask, so alpha survives in
 // every reader that honours the V4 masks. 2 channels are unsupported.
 #include <array>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "image/codec.hpp"
@@ -23,7 +27,7 @@ namespace dlprep::image {
 namespace {
 
 constexpr size_t kFileHeader = 14;
-constexpr uint32_t kBiRgb = 0, kBiBitfields = 3, kBiAlphaBitfields = 6;
+constexpr uint32_t kBiRgb = 0, kBiRle8 = 1, kBiRle4 = 2, kBiBitfields = 3, kBiAlphaBitfields = 6;
 constexpr uint32_t kV4HeaderSize = 108;
 constexpr uint32_t kLcsSrgb = 0x73524742;  // 'sRGB'
 
@@ -43,12 +47,15 @@ void put32(uint8_t* p, uint32_t v) {
                                       std::to_string(offset) + ", have " + std::to_string(have));
 }
 
-enum class Layout { gray8, palette8, bgr24, bgrx32, bgra32 };
+// palette: 1, 4 or 8-bit indices (rle: run-length encoded); rgb555/rgb565: 16-bit pixels.
+enum class Layout { palette, rle, rgb555, rgb565, bgr24, bgrx32, bgra32 };
 
 // Everything the header says, validated against the file size (nothing is allocated yet).
 struct Header {
   ImageShape shape;
   Layout layout = Layout::bgr24;
+  uint32_t bits = 24;  // per pixel
+  bool gray = false;   // palette layouts: every entry gray, so 1 channel
   bool top_down = false;
   uint64_t pixel_offset = 0;
   uint64_t stride = 0;
@@ -101,15 +108,22 @@ Header parse(ByteSpan file) {
     throw Error(Errc::corrupt_data, "bmp has an empty or negative size (" + std::to_string(width) +
                                         "x" + std::to_string(height) + ")");
   const uint64_t mask_offset = kFileHeader + 40;  // right after (or, V2+, inside) the 40-byte part
+  h.bits = bpp;
   switch (bpp) {
+    case 1:
+    case 4:
     case 8: {
-      if (compression != kBiRgb)
-        throw Error(Errc::unsupported, "compressed 8-bit bmp (compression " +
-                                           std::to_string(compression) + ") is not supported");
+      const bool rle = (bpp == 8 && compression == kBiRle8) || (bpp == 4 && compression == kBiRle4);
+      if (compression != kBiRgb && !rle)
+        throw Error(Errc::unsupported, "compressed " + std::to_string(bpp) +
+                                           "-bit bmp (compression " + std::to_string(compression) +
+                                           ") is not supported");
+      if (rle && h.top_down)
+        throw Error(Errc::corrupt_data, "run-length encoded bmp with a negative (top-down) height");
       if (colors_used > 256)
         throw Error(Errc::corrupt_data,
                     "bmp palette of " + std::to_string(colors_used) + " entries (at most 256)");
-      h.palette_entries = colors_used == 0 ? 256 : colors_used;
+      h.palette_entries = colors_used == 0 ? 1u << bpp : colors_used;
       const uint64_t palette_offset = kFileHeader + dib;
       const uint64_t palette_bytes = uint64_t{h.palette_entries} * palette_entry_bytes;
       if (palette_offset + palette_bytes > size)
@@ -122,8 +136,32 @@ Header parse(ByteSpan file) {
         h.palette[i * 3 + 2] = e[0];
         gray = gray && e[0] == e[1] && e[1] == e[2];
       }
-      h.layout = gray ? Layout::gray8 : Layout::palette8;
+      h.layout = rle ? Layout::rle : Layout::palette;
+      h.gray = gray;
       h.shape.channels = gray ? 1 : 3;
+      break;
+    }
+    case 16: {
+      uint32_t r = 0x7c00, g = 0x03e0, b = 0x001f;
+      if (compression == kBiBitfields) {
+        // The masks follow BITMAPINFOHEADER, or lie at the same offset inside a V2+ header.
+        if (mask_offset + 12 > size) truncated("colour masks", 12, mask_offset, size);
+        r = le32(d + mask_offset);
+        g = le32(d + mask_offset + 4);
+        b = le32(d + mask_offset + 8);
+      } else if (compression != kBiRgb) {
+        throw Error(Errc::unsupported, "compressed 16-bit bmp (compression " +
+                                           std::to_string(compression) + ") is not supported");
+      }
+      if (r == 0x7c00 && g == 0x03e0 && b == 0x001f) {
+        h.layout = Layout::rgb555;
+      } else if (r == 0xf800 && g == 0x07e0 && b == 0x001f) {
+        h.layout = Layout::rgb565;
+      } else {
+        throw Error(Errc::unsupported,
+                    "16-bit bmp with colour masks other than 5-5-5 and 5-6-5 is not supported");
+      }
+      h.shape.channels = 3;
       break;
     }
     case 24:
@@ -158,19 +196,77 @@ Header parse(ByteSpan file) {
       }
       break;
     default:
-      throw Error(Errc::unsupported, "bmp with " + std::to_string(bpp) +
-                                         " bits per pixel is not supported (8, 24, 32 are)");
+      throw Error(Errc::unsupported,
+                  "bmp with " + std::to_string(bpp) +
+                      " bits per pixel is not supported (1, 4, 8, 16, 24, 32 are)");
   }
   h.shape.width = static_cast<uint32_t>(width);
   h.shape.height = static_cast<uint32_t>(height);
   check_shape(h.shape);
   h.stride = (uint64_t{h.shape.width} * bpp + 31) / 32 * 4;
   // Every row, the last one included, is padded to 4 bytes; a file without the final padding is
-  // treated as truncated (strict, so that any truncation is reported).
-  const uint64_t need = h.stride * h.shape.height;
+  // treated as truncated (strict, so that any truncation is reported). Runs are checked as they
+  // are decoded.
+  const uint64_t need = h.layout == Layout::rle ? 2 : h.stride * h.shape.height;
   if (h.pixel_offset > size || need > size - h.pixel_offset)
     truncated("pixel data", need, h.pixel_offset, size);
   return h;
+}
+
+// Pillow's scaling of an n-bit field: v * 255 / (2^n - 1), truncated.
+uint8_t scale_field(uint32_t v, uint32_t max) { return static_cast<uint8_t>(v * 255 / max); }
+
+// The palette indices of a BI_RLE8 / BI_RLE4 bitmap, a row of `width` after another from the
+// bottom row up; pixels the runs skip (end of line, delta, end of bitmap) stay index 0.
+std::vector<uint8_t> rle_indices(const Header& h, ByteSpan file) {
+  const uint32_t w = h.shape.width, rows = h.shape.height;
+  std::vector<uint8_t> indices(size_t{w} * rows, 0);
+  const bool rle4 = h.bits == 4;
+  const uint8_t* d = file.data();
+  const uint64_t size = file.size();
+  uint64_t at = h.pixel_offset;
+  uint64_t x = 0, y = 0;  // y counts rows from the bottom, as the runs go
+  auto need = [&](uint64_t n, const char* what) {
+    if (n > size - at) truncated(what, n, at, size);
+  };
+  auto past_the_end = [&] {
+    return Error(Errc::corrupt_data,
+                 "bmp run at offset " + std::to_string(at) + " goes past the last row");
+  };
+  // Pixels beyond the row's end are dropped, as Pillow drops them.
+  auto put = [&](uint8_t index) {
+    if (x < w) indices[size_t{y} * w + x] = index;
+    ++x;
+  };
+  for (;;) {
+    need(2, "run");
+    const uint32_t count = d[at], value = d[at + 1];
+    at += 2;
+    if (count > 0) {  // a run of `count` pixels: the index, or rle4's two nibbles in turn
+      if (y >= rows) throw past_the_end();
+      for (uint32_t i = 0; i < count; ++i)
+        put(static_cast<uint8_t>(rle4 ? (i % 2 == 0 ? value >> 4 : value & 15) : value));
+    } else if (value == 0) {  // end of line
+      x = 0;
+      ++y;
+    } else if (value == 1) {  // end of bitmap
+      break;
+    } else if (value == 2) {  // delta: right and up
+      need(2, "run delta");
+      x += d[at];
+      y += d[at + 1];
+      at += 2;
+    } else {  // absolute: `value` literal pixels, padded to a 16-bit boundary
+      const uint64_t bytes = rle4 ? (value + 1) / 2 : value;
+      need(bytes + (bytes & 1), "literal run");
+      if (y >= rows) throw past_the_end();
+      for (uint32_t i = 0; i < value; ++i)
+        put(static_cast<uint8_t>(rle4 ? (i % 2 == 0 ? d[at + i / 2] >> 4 : d[at + i / 2] & 15)
+                                      : d[at + i]));
+      at += bytes + (bytes & 1);
+    }
+  }
+  return indices;
 }
 
 class BmpCodec final : public Codec {
@@ -194,26 +290,45 @@ class BmpCodec final : public Codec {
     const Header h = parse(file);
     Image image(h.shape);
     const uint32_t w = h.shape.width;
+    const std::vector<uint8_t> rle = h.layout == Layout::rle ? rle_indices(h, file) : Bytes();
     for (uint32_t y = 0; y < h.shape.height; ++y) {
       const uint32_t file_row = h.top_down ? y : h.shape.height - 1 - y;
       const uint64_t row_offset = h.pixel_offset + h.stride * file_row;
-      const uint8_t* src = file.data() + row_offset;
+      const uint8_t* src =
+          h.layout == Layout::rle ? rle.data() + size_t{file_row} * w : file.data() + row_offset;
       uint8_t* dst = image.row(y);
       switch (h.layout) {
-        case Layout::gray8:
-        case Layout::palette8:
+        case Layout::palette:
+        case Layout::rle:
           for (uint32_t x = 0; x < w; ++x) {
-            const uint32_t index = src[x];
+            const uint32_t index = h.layout == Layout::rle ? src[x]
+                                   : h.bits == 8           ? src[x]
+                                   : h.bits == 4           ? (src[x / 2] >> (x % 2 ? 0 : 4)) & 15u
+                                                           : (src[x / 8] >> (7 - x % 8)) & 1u;
             if (index >= h.palette_entries)
               throw Error(Errc::corrupt_data, "bmp palette index " + std::to_string(index) +
-                                                  " at offset " + std::to_string(row_offset + x) +
-                                                  " is beyond the palette of " +
+                                                  " in row " + std::to_string(file_row) +
+                                                  " (from the bottom) is beyond the palette of " +
                                                   std::to_string(h.palette_entries) + " entries");
-            if (h.layout == Layout::gray8) {
+            if (h.gray) {
               dst[x] = h.palette[index * 3];
             } else {
               std::memcpy(dst + 3 * x, &h.palette[index * 3], 3);
             }
+          }
+          break;
+        case Layout::rgb555:
+        case Layout::rgb565:
+          for (uint32_t x = 0; x < w; ++x, src += 2, dst += 3) {
+            const uint32_t v = le16(src);
+            if (h.layout == Layout::rgb555) {
+              dst[0] = scale_field((v >> 10) & 31, 31);
+              dst[1] = scale_field((v >> 5) & 31, 31);
+            } else {
+              dst[0] = scale_field((v >> 11) & 31, 31);
+              dst[1] = scale_field((v >> 5) & 63, 63);
+            }
+            dst[2] = scale_field(v & 31, 31);
           }
           break;
         case Layout::bgr24:

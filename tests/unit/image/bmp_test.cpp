@@ -118,7 +118,8 @@ TEST_CASE("8-bit bmp with a gray palette gives 1 channel, with a colour palette 
 
 TEST_CASE("bmp rejects unsupported depths, compression and 2 channels with clear errors") {
   const std::vector<uint8_t> row(4, 0);
-  for (auto [bpp, compression] : {std::pair{16, 0}, {4, 0}, {1, 0}, {24, 1}, {8, 1}}) {
+  // 2 bits; RLE on 24 bits, RLE4 on 8 and RLE8 on 4 bits; JPEG-in-BMP.
+  for (auto [bpp, compression] : {std::pair{2, 0}, {24, 1}, {8, 2}, {4, 1}, {24, 4}}) {
     INFO(bpp, " bpp, compression ", compression);
     try {
       (void)bmp().decode(span(make_bmp(1, 1, uint16_t(bpp), uint32_t(compression),
@@ -128,8 +129,85 @@ TEST_CASE("bmp rejects unsupported depths, compression and 2 channels with clear
       CHECK(e.code() == Errc::unsupported);
     }
   }
+  // 16-bit masks other than 5-5-5 and 5-6-5.
+  const std::vector<uint8_t> masks = {0x0f, 0, 0, 0, 0xf0, 0, 0, 0, 0, 0x0f, 0, 0};
+  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(1, 1, 16, 3, {}, masks, row))),
+                       doctest::Contains("other than 5-5-5 and 5-6-5"), Error);
   CHECK_THROWS_AS(bmp().encode(test::make_image({2, 2, 2}, test::Pattern::flat), EncodeOptions{}),
                   Error);
+}
+
+TEST_CASE("1 and 4-bit bmp read their indices from the high bits first") {
+  std::vector<uint8_t> palette;  // 16 colours: index i is (i, 2i, 3i)
+  for (uint8_t i = 0; i < 16; ++i)
+    palette.insert(palette.end(), {uint8_t(3 * i), uint8_t(2 * i), i, 0});
+  // 5 pixels wide, 1 row: 4 bits 0x12 0x34 0x50 (+ pad); 1 bit 0b10110 (+ pad).
+  const Image four = bmp().decode(span(make_bmp(5, 1, 4, 0, palette, {}, {0x12, 0x34, 0x50, 0})));
+  REQUIRE(four.shape() == ImageShape{5, 1, 3});
+  for (uint32_t x = 0; x < 5; ++x) {
+    CAPTURE(x);
+    CHECK(four.data()[3 * x] == x + 1);
+    CHECK(four.data()[3 * x + 1] == 2 * (x + 1));
+  }
+  palette.resize(8);
+  const Image one = bmp().decode(span(make_bmp(5, 1, 1, 0, palette, {}, {0xB0, 0, 0, 0})));
+  const uint8_t expected[] = {1, 0, 1, 1, 0};
+  for (uint32_t x = 0; x < 5; ++x) CHECK(one.data()[3 * x] == expected[x]);
+  // A 1-bit file whose palette is black and white is gray: 1 channel of 0 and 255.
+  const Image bw =
+      bmp().decode(span(make_bmp(5, 1, 1, 0, {0, 0, 0, 0, 255, 255, 255, 0}, {}, {0xB0, 0, 0, 0})));
+  REQUIRE(bw.shape() == ImageShape{5, 1, 1});
+  CHECK((bw.data()[0] == 255 && bw.data()[1] == 0 && bw.data()[4] == 0));
+}
+
+TEST_CASE("16-bit bmp scales each field as Pillow does, v * 255 / max truncated") {
+  // 2 pixels: white, and R = 1, G = 2, B = 3 in the field widths.
+  const std::vector<uint8_t> p555 = {0xff, 0x7f, 0x43, 0x04};  // 1 << 10 | 2 << 5 | 3
+  const std::vector<uint8_t> p565 = {0xff, 0xff, 0x43, 0x08};  // 1 << 11 | 2 << 5 | 3
+  const std::vector<uint8_t> m565 = {0, 0xf8, 0, 0, 0xe0, 0x07, 0, 0, 0x1f, 0, 0, 0};
+  const std::vector<uint8_t> m555 = {0, 0x7c, 0, 0, 0xe0, 0x03, 0, 0, 0x1f, 0, 0, 0};
+  for (const auto& [file, green] :
+       {std::pair{make_bmp(2, 1, 16, 0, {}, {}, p555), 2 * 255 / 31},
+        std::pair{make_bmp(2, 1, 16, 3, {}, m555, p555), 2 * 255 / 31},
+        std::pair{make_bmp(2, 1, 16, 3, {}, m565, p565), 2 * 255 / 63}}) {
+    const Image image = bmp().decode(span(file));
+    REQUIRE(image.shape() == ImageShape{2, 1, 3});
+    const uint8_t* d = image.data();
+    CHECK((d[0] == 255 && d[1] == 255 && d[2] == 255));
+    CHECK(d[3] == 255 / 31);
+    CHECK(d[4] == green);
+    CHECK(d[5] == 3 * 255 / 31);
+  }
+}
+
+TEST_CASE("run-length encoded bmp: runs, literals, end of line, delta and end of bitmap") {
+  std::vector<uint8_t> palette;  // gray: index i is 10 i
+  for (uint8_t i = 0; i < 16; ++i)
+    palette.insert(palette.end(), {uint8_t(10 * i), uint8_t(10 * i), uint8_t(10 * i), 0});
+  // 6 x 3, rows from the bottom. RLE8: row 0: a run of 4 x 5 and a literal 1 2 3 (padded), its
+  // last pixel past the row's end and dropped; end of line; row 1: a run of 2 x 4, a delta of
+  // (1, 1) to x = 3 of row 2, a run of 2 x 9; end of bitmap. What the runs skip is index 0.
+  const std::vector<uint8_t> rle8 = {4, 5, 0, 3, 1, 2, 3, 0, 0, 0, 2, 4, 0, 2, 1, 1, 2, 9, 0, 1};
+  const uint8_t expected[] = {0,  0,  0,  90, 90, 0,    // the top row, y = 2
+                              40, 40, 0,  0,  0,  0,    //
+                              50, 50, 50, 50, 10, 20};  // y = 0
+  const Image eight = bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, rle8)));
+  REQUIRE(eight.shape() == ImageShape{6, 3, 1});
+  CHECK(std::equal(expected, expected + 18, eight.data()));
+  // The same picture in RLE4: nibble pairs, and an odd literal of 3 pixels in 2 bytes (padded).
+  const std::vector<uint8_t> rle4 = {4,    0x55, 0, 3, 0x12, 0x30, 0,    0, 2,
+                                     0x44, 0,    2, 1, 1,    2,    0x99, 0, 1};
+  const Image four = bmp().decode(span(make_bmp(6, 3, 4, 2, palette, {}, rle4)));
+  CHECK(std::equal(expected, expected + 18, four.data()));
+  // Hostile streams: a run below the last row, a stream cut short, a top-down RLE file.
+  const std::vector<uint8_t> past = {0, 0, 0, 0, 0, 0, 2, 1, 0, 1};
+  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, past))),
+                       doctest::Contains("goes past the last row"), Error);
+  const std::vector<uint8_t> cut = {3, 5, 0, 6, 1, 2};
+  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, cut))),
+                       doctest::Contains("truncated bmp literal run"), Error);
+  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, -3, 8, 1, palette, {}, rle8))),
+                       doctest::Contains("top-down"), Error);
 }
 
 TEST_CASE("truncated bmp pixel data is reported with the sizes and the offset") {

@@ -303,8 +303,12 @@ TEST_CASE("a corrupt source fails the conversion, or is skipped and counted") {
   ConvertResult r = convert_dataset(o);
   CHECK(r.failed == 1);
   CHECK(r.manifest.samples == 14);
-  REQUIRE(warnings.size() == 1);
+  // alpha/README.txt is no image: left out and counted, before any sample is converted.
+  CHECK(r.not_images == 1);
+  REQUIRE(warnings.size() == 2);
   CHECK(warnings[0].find("broken.png") != std::string::npos);
+  CHECK(warnings[1] == "1 file in SRC is not an image by its contents and left out (the first: " +
+                           (src / "alpha" / "README.txt").string() + ")");
   CHECK(verify(dst).ok == 14);
   o.max_errors = 0;
   CHECK_THROWS_AS(convert_dataset(o), Error);

@@ -429,6 +429,8 @@ std::string temp_file_target(const std::string& file) {
 
 }  // namespace
 
+bool is_temp_file_name(const std::string& file) { return !temp_file_target(file).empty(); }
+
 uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name) {
   uint64_t removed = 0;
   std::error_code ec;

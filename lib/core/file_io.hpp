@@ -155,6 +155,9 @@ class DirectoryLock {
 /// with `name`, a target that no other run writes. Returns how many it removed.
 uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::string& name = "");
 
+/// Whether `file` (a name) is an AtomicFile's temporary file, ".NAME.tmp.XXXXXX".
+bool is_temp_file_name(const std::string& file);
+
 /// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory and the empty
 /// directories of every live OutputDirectory, and keeps new temp files from being created: call it
 /// just before exiting on a signal, from the thread that waits for signals (it takes a lock, so not

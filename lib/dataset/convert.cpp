@@ -436,9 +436,14 @@ ConvertResult Engine::run() {
   const bool same_index = rerun && !mark_->is_set() && index.same_as_target();
   if (!same_index) mark_->set();
   if (tar_) manifest_.shard_files = tar_->finish();
-  // Read from the old index, before the new one replaces it (tar shards: TarShards' own).
-  const std::vector<fs::path> orphans =
+  // Read from the old index, before the new one replaces it (tar shards: TarShards' own); after an
+  // interrupted run, also what it wrote that no index names.
+  std::vector<fs::path> orphans =
       tar_ ? std::vector<fs::path>() : orphan_files(o_.destination, listed);
+  if (old_manifest_ && !old_manifest_->complete)
+    for (fs::path& f : interrupted_leftovers(o_.destination, listed))
+      if (std::find(orphans.begin(), orphans.end(), f) == orphans.end())
+        orphans.push_back(std::move(f));
   if (!orphans.empty()) mark_->set();
   if (!same_index) index.commit();
   result.removed = remove_files(o_.destination, orphans);

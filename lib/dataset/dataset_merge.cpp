@@ -1,5 +1,6 @@
 #include "dataset/dataset_merge.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -64,14 +67,20 @@ std::string difference(const Manifest& a, const Manifest& b) {
   return "";
 }
 
-// Places `from` at `to`: an existing identical inode is kept; otherwise a hard link (or a copy)
-// is made under a temporary name and renamed over `to`, so `to` is always a complete file.
+// Places `from` at `to`: the same inode already there is kept, and so is an earlier copy (the
+// same size and modification time, which a copy takes from its source, as rsync's quick check
+// has it); otherwise a hard link (or, across file systems, a copy) is made under a temporary
+// name and renamed over `to`, so `to` is always a complete file.
 void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   struct stat a {
   }, b{};
   if (::stat(from.c_str(), &a) != 0)
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno));
-  if (::stat(to.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) return;
+  if (::stat(to.c_str(), &b) == 0 &&
+      ((a.st_dev == b.st_dev && a.st_ino == b.st_ino) ||
+       (a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+        a.st_mtim.tv_nsec == b.st_mtim.tv_nsec)))
+    return;
   mark.set();
   std::error_code ec;
   fs::create_directories(to.parent_path(), ec);
@@ -79,7 +88,7 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     throw Error(Errc::io, to.parent_path().string() + ": cannot create directory: " + ec.message());
   std::string temp_name = to.filename().string();
   temp_name.insert(0, 1, '.');
-  temp_name += ".tmp.link";
+  temp_name += ".tmp.linked";  // an AtomicFile temp name (6 letters): found after a SIGKILL
   fs::path temp = to.parent_path() / temp_name;
   ::unlink(temp.c_str());
   if (::link(from.c_str(), temp.c_str()) == 0) {
@@ -92,6 +101,8 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   }
   MappedFile file(from);
   write_file_atomic(to, file.bytes());
+  const timespec times[2] = {a.st_atim, a.st_mtim};
+  ::utimensat(AT_FDCWD, to.c_str(), times, 0);  // failing, the next merge only copies it again
 }
 
 struct Input {
@@ -189,6 +200,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
   }
   AtomicFile index(o.output / kIndexName);
   ListedLocations listed;
+  std::unordered_set<std::string> placed_shards;
   std::string lines;
   uint64_t last = 0, done = 0;
   for (;;) {
@@ -203,7 +215,9 @@ MergeResult merge_datasets(const MergeOptions& o) {
                                           "') is out of order or in two shards");
     last = r.ordinal;
     check_location(r.location);
-    place(next->dir / r.location, o.output / r.location, mark);
+    // A tar shard holds many samples: placed once, with its first.
+    if (merged.layout != "tar" || placed_shards.insert(r.location).second)
+      place(next->dir / r.location, o.output / r.location, mark);
     listed.add(r.location);
     lines += format_record(r);
     lines += '\n';
@@ -222,6 +236,10 @@ MergeResult merge_datasets(const MergeOptions& o) {
   if (merged.layout == "tar")
     for (const fs::path& shard : unlisted_part_shards(o.output, listed))
       if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
+  // After an interrupted merge: its temporary files, and what it placed that no index names.
+  if (old && !old->complete)
+    for (const fs::path& f : interrupted_leftovers(o.output, listed))
+      if (std::find(stale.begin(), stale.end(), f) == stale.end()) stale.push_back(f);
   const bool same_index = rerun && !mark.is_set() && index.same_as_target();
   if (!same_index || !stale.empty()) mark.set();
   if (!same_index) index.commit();

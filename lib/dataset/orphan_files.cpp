@@ -9,7 +9,9 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "dataset/manifest.hpp"
+#include "image/codec.hpp"
 
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
@@ -97,6 +99,36 @@ std::vector<fs::path> unlisted_part_shards(const fs::path& dataset_dir,
     if (it->symlink_status(type_ec).type() == fs::file_type::regular && is_part_shard_name(name) &&
         !listed.contains(location))
       files.push_back(it->path());
+  }
+  return files;
+}
+
+std::vector<fs::path> interrupted_leftovers(const fs::path& dataset_dir,
+                                            const ListedLocations& listed) {
+  std::set<std::string> extensions;  // of every file a codec writes
+  for (const image::Codec* codec : image::all_codecs())
+    for (uint32_t channels = 1; channels <= 4; ++channels)
+      extensions.insert(codec->extension(channels));
+  std::vector<fs::path> files;
+  const fs::path data = data_folder(dataset_dir);
+  if (data.empty()) return files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dataset_dir / kDataDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() != fs::file_type::regular) continue;
+    const fs::path& path = it->path();
+    const std::string name = path.filename().string();
+    if (is_temp_file_name(name)) {
+      files.push_back(path);
+      continue;
+    }
+    std::string ext = path.extension().string();
+    if (ext.empty() || name[0] == '.') continue;
+    ext.erase(0, 1);
+    const std::string location =
+        (fs::path(kDataDir) / path.lexically_relative(dataset_dir / kDataDir)).generic_string();
+    if (extensions.count(ext) && !listed.contains(location)) files.push_back(path);
   }
   return files;
 }

@@ -35,6 +35,14 @@ std::vector<std::filesystem::path> orphan_files(const std::filesystem::path& dat
 std::vector<std::filesystem::path> unlisted_part_shards(const std::filesystem::path& dataset_dir,
                                                         const ListedLocations& listed);
 
+/// What an interrupted run (its dataset.json says incomplete: every writer marks it so before its
+/// first change) may have left below DIR/data that `listed` does not name: its temporary files
+/// (".NAME.tmp.XXXXXX", in any folder), and data files with an extension a codec writes (of
+/// samples it converted whose source is gone since). The caller holds the dataset's lock. Links
+/// are not followed.
+std::vector<std::filesystem::path> interrupted_leftovers(const std::filesystem::path& dataset_dir,
+                                                         const ListedLocations& listed);
+
 /// Removes the files (already gone: not counted), and the folders below DIR/data that this
 /// leaves empty (an empty class folder is a class to ImageFolder); returns the files removed.
 uint64_t remove_files(const std::filesystem::path& dataset_dir,

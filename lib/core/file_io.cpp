@@ -233,7 +233,7 @@ Bytes read_file(const fs::path& path) {
   return out;
 }
 
-AtomicFile::AtomicFile(const fs::path& target) : target_(target), final_(target) {
+AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), final_(target) {
   struct stat st{};
   const std::string text = target.string();
   if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
@@ -261,6 +261,17 @@ AtomicFile::AtomicFile(const fs::path& target) : target_(target), final_(target)
     if (fd_ < 0) throw io_error(target, "cannot open", errno);
     return;
   }
+  if (mode == Mode::defer && ::stat(final_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    try {
+      existing_ = std::make_unique<MappedFile>(final_);
+      return;
+    } catch (const Error&) {  // unreadable: then it is simply replaced
+    }
+  }
+  open_temp();
+}
+
+void AtomicFile::open_temp() {
   fs::path dir = final_.parent_path();
   if (!dir.empty()) {
     std::error_code ec;
@@ -273,7 +284,7 @@ AtomicFile::AtomicFile(const fs::path& target) : target_(target), final_(target)
   buf.push_back('\0');
   std::lock_guard lock(g_pending_mutex);
   fd_ = ::mkstemp(buf.data());
-  if (fd_ < 0) throw io_error(target, "cannot create temporary file", errno);
+  if (fd_ < 0) throw io_error(target_, "cannot create temporary file", errno);
   temp_ = buf.data();
   ::fchmod(fd_, 0644);
   register_pending_locked(temp_);
@@ -287,9 +298,27 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-void AtomicFile::write(ByteSpan bytes) { write_all(fd_, bytes, target_); }
+void AtomicFile::diverge() {
+  open_temp();
+  write_all(fd_, existing_->bytes().first(matched_), target_);
+  existing_.reset();
+}
+
+void AtomicFile::write(ByteSpan bytes) {
+  if (existing_) {
+    const ByteSpan old = existing_->bytes();
+    if (bytes.size() <= old.size() - matched_ &&
+        std::memcmp(old.data() + matched_, bytes.data(), bytes.size()) == 0) {
+      matched_ += bytes.size();
+      return;
+    }
+    diverge();
+  }
+  write_all(fd_, bytes, target_);
+}
 
 void AtomicFile::write_at(uint64_t offset, ByteSpan bytes) {
+  if (existing_) throw Error(Errc::internal, target_.string() + ": write_at on a deferred file");
   while (!bytes.empty()) {
     const ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
@@ -307,6 +336,10 @@ void AtomicFile::close() {
 }
 
 void AtomicFile::commit() {
+  if (existing_) {
+    if (matched_ == existing_->bytes().size()) return;  // the target holds these bytes already
+    diverge();  // a shorter file: these bytes are a prefix of the target's
+  }
   close();
   if (temp_.empty()) return;  // a device or FIFO, written in place
   if (::rename(temp_.c_str(), final_.c_str()) != 0) throw io_error(target_, "rename failed", errno);
@@ -315,6 +348,7 @@ void AtomicFile::commit() {
 }
 
 bool AtomicFile::same_as_target() {
+  if (existing_) return matched_ == existing_->bytes().size();
   close();
   if (temp_.empty()) return false;  // a device or FIFO: written in place already
   struct stat written {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -67,7 +68,12 @@ void write_all(int fd, ByteSpan bytes, const std::filesystem::path& path);
 /// points to is replaced and the link kept.
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::filesystem::path& target);
+  /// `defer`: while the bytes written are the start of the existing target's, no temporary file
+  /// is made; it is made (with those bytes) at the first difference. A rerun that writes what is
+  /// already there thus needs no write access (a read-only published dataset). write_at() is not
+  /// available then.
+  enum class Mode { now, defer };
+  explicit AtomicFile(const std::filesystem::path& target, Mode mode = Mode::now);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -88,10 +94,16 @@ class AtomicFile {
   bool same_as_target();
 
  private:
+  void open_temp();
+  /// Mode::defer: the temp file made now, holding the `matched_` bytes written so far.
+  void diverge();
+
   std::filesystem::path target_;  // as given, for messages
   std::filesystem::path final_;   // what the temp file is renamed to: the target, links resolved
   std::string temp_;
   int fd_ = -1;
+  std::unique_ptr<MappedFile> existing_;  // Mode::defer, until the first difference
+  uint64_t matched_ = 0;                  // bytes written, equal to the start of existing_
 };
 
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.

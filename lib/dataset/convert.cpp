@@ -310,7 +310,7 @@ ConvertResult Engine::run() {
   fs::path index_path = o_.destination / kIndexName;
   old_index_mtime_ = mtime_ns(index_path);
   OldIndex old_index(index_path);
-  AtomicFile index(index_path);
+  AtomicFile index(index_path, AtomicFile::Mode::defer);  // a rerun may find it current
   ConvertResult result;
   uint64_t ordinal = 0;
   ListedLocations listed;               // the new index's file locations

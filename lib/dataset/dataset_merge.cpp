@@ -198,7 +198,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
     inputs[i].reader = std::make_unique<IndexReader>(o.inputs[i] / kIndexName);
     inputs[i].advance();
   }
-  AtomicFile index(o.output / kIndexName);
+  AtomicFile index(o.output / kIndexName, AtomicFile::Mode::defer);  // may be current
   ListedLocations listed;
   std::unordered_set<std::string> placed_shards;
   std::string lines;

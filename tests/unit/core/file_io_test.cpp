@@ -79,6 +79,43 @@ TEST_CASE("AtomicFile::write_at overwrites bytes already written, before the ren
   CHECK(read_file(dir / "out.bin") == Bytes{1, 1, 9, 9, 9, 1, 1, 1, 2, 2, 2, 2, 3});
 }
 
+TEST_CASE("a deferred AtomicFile makes no temp file while it writes the target's own bytes") {
+  fs::path dir = scratch("defer");
+  const fs::path out = dir / "index.jsonl";
+  const Bytes old = {1, 2, 3, 4, 5, 6};
+  write_file_atomic(out, old);
+  const auto count = [&] {
+    return std::distance(fs::directory_iterator(dir), fs::directory_iterator());
+  };
+  const auto mtime = fs::last_write_time(out);
+  {  // the same bytes, in other pieces: nothing is made, same_as_target, commit changes nothing
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    f.write(Bytes{1, 2});
+    f.write(Bytes{3, 4, 5, 6});
+    CHECK(count() == 1);
+    CHECK(f.same_as_target());
+    f.commit();
+    CHECK(fs::last_write_time(out) == mtime);
+  }
+  for (const Bytes& now :
+       {Bytes{1, 2, 3, 9}, Bytes{1, 2, 3}, Bytes{1, 2, 3, 4, 5, 6, 7}, Bytes{}}) {
+    CAPTURE(now.size());
+    write_file_atomic(out, old);
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    f.write(ByteSpan(now.data(), std::min<size_t>(now.size(), 2)));
+    if (now.size() > 2) f.write(ByteSpan(now.data() + 2, now.size() - 2));
+    CHECK_FALSE(f.same_as_target());
+    f.commit();
+    CHECK(read_file(out) == now);
+    CHECK(count() == 1);  // no temp file left
+  }
+  // A new target is written as usual.
+  AtomicFile fresh(dir / "new.bin", AtomicFile::Mode::defer);
+  fresh.write(Bytes{7});
+  fresh.commit();
+  CHECK(read_file(dir / "new.bin") == Bytes{7});
+}
+
 TEST_CASE("reading a missing file throws an io error naming the path") {
   try {
     read_file("/nonexistent/dlprep/file.png");

@@ -67,19 +67,19 @@ std::string difference(const Manifest& a, const Manifest& b) {
   return "";
 }
 
-// Places `from` at `to`: the same inode already there is kept, and so is an earlier copy (the
-// same size and modification time, which a copy takes from its source, as rsync's quick check
-// has it); otherwise a hard link (or, across file systems, a copy) is made under a temporary
-// name and renamed over `to`, so `to` is always a complete file.
+// Places `from` at `to`: the same inode already there is kept, and so is an earlier copy on
+// another file system (the same size and modification time, which a copy takes from its
+// source, as rsync's quick check has it); otherwise a hard link (or, across file systems, a copy)
+// is made under a temporary name and renamed over `to`, so `to` is always a complete file.
 void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   struct stat a {
   }, b{};
   if (::stat(from.c_str(), &a) != 0)
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno));
   if (::stat(to.c_str(), &b) == 0 &&
-      ((a.st_dev == b.st_dev && a.st_ino == b.st_ino) ||
-       (a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
-        a.st_mtim.tv_nsec == b.st_mtim.tv_nsec)))
+      (a.st_dev == b.st_dev ? a.st_ino == b.st_ino
+                            : a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+                                  a.st_mtim.tv_nsec == b.st_mtim.tv_nsec))
     return;
   mark.set();
   std::error_code ec;

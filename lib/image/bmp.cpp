@@ -18,7 +18,6 @@
 #include <array>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "core/error.hpp"
 #include "image/codec.hpp"
@@ -30,6 +29,9 @@ constexpr size_t kFileHeader = 14;
 constexpr uint32_t kBiRgb = 0, kBiRle8 = 1, kBiRle4 = 2, kBiBitfields = 3, kBiAlphaBitfields = 6;
 constexpr uint32_t kV4HeaderSize = 108;
 constexpr uint32_t kLcsSrgb = 0x73524742;  // 'sRGB'
+// Run-length encoded bitmaps can stand for any number of pixels in a few bytes (end of bitmap,
+// deltas): above Pillow's decompression-bomb limit (2 x 89,478,485 pixels) they are refused.
+constexpr uint64_t kMaxRlePixels = 178956970;
 
 uint32_t le16(const uint8_t* p) { return p[0] | (p[1] << 8); }
 uint32_t le32(const uint8_t* p) {
@@ -207,6 +209,12 @@ Header parse(ByteSpan file) {
   // Every row, the last one included, is padded to 4 bytes; a file without the final padding is
   // treated as truncated (strict, so that any truncation is reported). Runs are checked as they
   // are decoded.
+  if (h.layout == Layout::rle && uint64_t{h.shape.width} * h.shape.height > kMaxRlePixels)
+    throw Error(Errc::limit_exceeded,
+                "run-length encoded bmp of " + std::to_string(h.shape.width) + "x" +
+                    std::to_string(h.shape.height) + " pixels: more than " +
+                    std::to_string(kMaxRlePixels) +
+                    ", which its runs could fill from a few bytes (Pillow refuses it too)");
   const uint64_t need = h.layout == Layout::rle ? 2 : h.stride * h.shape.height;
   if (h.pixel_offset > size || need > size - h.pixel_offset)
     truncated("pixel data", need, h.pixel_offset, size);
@@ -216,11 +224,28 @@ Header parse(ByteSpan file) {
 // Pillow's scaling of an n-bit field: v * 255 / (2^n - 1), truncated.
 uint8_t scale_field(uint32_t v, uint32_t max) { return static_cast<uint8_t>(v * 255 / max); }
 
-// The palette indices of a BI_RLE8 / BI_RLE4 bitmap, a row of `width` after another from the
-// bottom row up; pixels the runs skip (end of line, delta, end of bitmap) stay index 0.
-std::vector<uint8_t> rle_indices(const Header& h, ByteSpan file) {
-  const uint32_t w = h.shape.width, rows = h.shape.height;
-  std::vector<uint8_t> indices(size_t{w} * rows, 0);
+// Palette entry `index` into `dst` (1 or 3 bytes); an index beyond the palette is corrupt data.
+void put_palette_entry(const Header& h, uint32_t index, uint8_t* dst, uint32_t row) {
+  if (index >= h.palette_entries)
+    throw Error(Errc::corrupt_data, "bmp palette index " + std::to_string(index) + " in row " +
+                                        std::to_string(row) +
+                                        " (from the bottom) is beyond the palette of " +
+                                        std::to_string(h.palette_entries) + " entries");
+  if (h.gray) {
+    dst[0] = h.palette[index * 3];
+  } else {
+    std::memcpy(dst, &h.palette[index * 3], 3);
+  }
+}
+
+// A BI_RLE8 / BI_RLE4 bitmap straight into `image` (rows from the bottom up), as Pillow reads
+// one: pixels the runs skip (end of line, delta, end of bitmap) are palette entry 0, pixels past
+// a row's end are dropped, and the runs end at the end-of-bitmap mark or once the last row is
+// full.
+void decode_rle(const Header& h, ByteSpan file, Image& image) {
+  const uint32_t w = h.shape.width, rows = h.shape.height, c = h.shape.channels;
+  for (uint32_t y = 0; y < rows; ++y)
+    for (uint32_t x = 0; x < w; ++x) put_palette_entry(h, 0, image.row(y) + size_t{x} * c, y);
   const bool rle4 = h.bits == 4;
   const uint8_t* d = file.data();
   const uint64_t size = file.size();
@@ -229,23 +254,19 @@ std::vector<uint8_t> rle_indices(const Header& h, ByteSpan file) {
   auto need = [&](uint64_t n, const char* what) {
     if (n > size - at) truncated(what, n, at, size);
   };
-  auto past_the_end = [&] {
-    return Error(Errc::corrupt_data,
-                 "bmp run at offset " + std::to_string(at) + " goes past the last row");
-  };
-  // Pixels beyond the row's end are dropped, as Pillow drops them.
-  auto put = [&](uint8_t index) {
-    if (x < w) indices[size_t{y} * w + x] = index;
+  auto put = [&](uint32_t index) {
+    if (x < w)
+      put_palette_entry(h, index, image.row(rows - 1 - static_cast<uint32_t>(y)) + x * c,
+                        static_cast<uint32_t>(y));
     ++x;
   };
-  for (;;) {
+  while (y < rows && !(y == rows - 1 && x >= w)) {
     need(2, "run");
     const uint32_t count = d[at], value = d[at + 1];
     at += 2;
     if (count > 0) {  // a run of `count` pixels: the index, or rle4's two nibbles in turn
-      if (y >= rows) throw past_the_end();
       for (uint32_t i = 0; i < count; ++i)
-        put(static_cast<uint8_t>(rle4 ? (i % 2 == 0 ? value >> 4 : value & 15) : value));
+        put(rle4 ? (i % 2 == 0 ? value >> 4 : value & 15) : value);
     } else if (value == 0) {  // end of line
       x = 0;
       ++y;
@@ -259,14 +280,11 @@ std::vector<uint8_t> rle_indices(const Header& h, ByteSpan file) {
     } else {  // absolute: `value` literal pixels, padded to a 16-bit boundary
       const uint64_t bytes = rle4 ? (value + 1) / 2 : value;
       need(bytes + (bytes & 1), "literal run");
-      if (y >= rows) throw past_the_end();
       for (uint32_t i = 0; i < value; ++i)
-        put(static_cast<uint8_t>(rle4 ? (i % 2 == 0 ? d[at + i / 2] >> 4 : d[at + i / 2] & 15)
-                                      : d[at + i]));
+        put(rle4 ? (i % 2 == 0 ? d[at + i / 2] >> 4 : d[at + i / 2] & 15u) : d[at + i]);
       at += bytes + (bytes & 1);
     }
   }
-  return indices;
 }
 
 class BmpCodec final : public Codec {
@@ -289,33 +307,26 @@ class BmpCodec final : public Codec {
   Image decode(ByteSpan file) const override {
     const Header h = parse(file);
     Image image(h.shape);
+    if (h.layout == Layout::rle) {
+      decode_rle(h, file, image);
+      return image;
+    }
     const uint32_t w = h.shape.width;
-    const std::vector<uint8_t> rle = h.layout == Layout::rle ? rle_indices(h, file) : Bytes();
     for (uint32_t y = 0; y < h.shape.height; ++y) {
       const uint32_t file_row = h.top_down ? y : h.shape.height - 1 - y;
       const uint64_t row_offset = h.pixel_offset + h.stride * file_row;
-      const uint8_t* src =
-          h.layout == Layout::rle ? rle.data() + size_t{file_row} * w : file.data() + row_offset;
+      const uint8_t* src = file.data() + row_offset;
       uint8_t* dst = image.row(y);
       switch (h.layout) {
         case Layout::palette:
-        case Layout::rle:
           for (uint32_t x = 0; x < w; ++x) {
-            const uint32_t index = h.layout == Layout::rle ? src[x]
-                                   : h.bits == 8           ? src[x]
-                                   : h.bits == 4           ? (src[x / 2] >> (x % 2 ? 0 : 4)) & 15u
-                                                           : (src[x / 8] >> (7 - x % 8)) & 1u;
-            if (index >= h.palette_entries)
-              throw Error(Errc::corrupt_data, "bmp palette index " + std::to_string(index) +
-                                                  " in row " + std::to_string(file_row) +
-                                                  " (from the bottom) is beyond the palette of " +
-                                                  std::to_string(h.palette_entries) + " entries");
-            if (h.gray) {
-              dst[x] = h.palette[index * 3];
-            } else {
-              std::memcpy(dst + 3 * x, &h.palette[index * 3], 3);
-            }
+            const uint32_t index = h.bits == 8   ? src[x]
+                                   : h.bits == 4 ? (src[x / 2] >> (x % 2 ? 0 : 4)) & 15u
+                                                 : (src[x / 8] >> (7 - x % 8)) & 1u;
+            put_palette_entry(h, index, dst + size_t{x} * h.shape.channels, file_row);
           }
+          break;
+        case Layout::rle:  // decoded above
           break;
         case Layout::rgb555:
         case Layout::rgb565:

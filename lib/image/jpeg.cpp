@@ -41,9 +41,10 @@ namespace {
 // known CPU-exhaustion input (TurboJPEG's TJFLAG_LIMITSCANS uses the same bound).
 constexpr int kMaxScans = 500;
 
-// A libjpeg decompressor with an error manager that jumps back instead of exiting. One per thread:
-// creating one costs several allocations, which shows on small images. After a failure it is
-// aborted (jpeg_abort_decompress), which readies it for the next file.
+// A libjpeg decompressor with an error manager that jumps back instead of exiting. One per file:
+// a reused one keeps the previous file's quantisation and Huffman tables, so a file that lacks
+// its own (an MJPEG frame, which libjpeg-turbo gives the standard Huffman tables) would decode
+// with another file's, and differently depending on what its thread read before.
 struct Decompressor {
   jpeg_decompress_struct cinfo{};
   jpeg_error_mgr err{};
@@ -52,20 +53,27 @@ struct Decompressor {
   char message[JMSG_LENGTH_MAX] = {};
   bool unsupported = false;  // the file is valid but of a kind libjpeg does not decode
 
+  bool created = false;
+
+  /// Throws Error(internal) when libjpeg cannot set itself up (out of memory).
   Decompressor() {
     cinfo.err = jpeg_std_error(&err);
     err.error_exit = on_error;
     err.emit_message = on_message;
     progress.progress_monitor = on_progress;
-    jpeg_create_decompress(&cinfo);
-    cinfo.progress = &progress;
     cinfo.client_data = this;
+    if (!create_steps(*this))
+      throw Error(Errc::internal, std::string("jpeg: cannot create a decompressor: ") + message);
+    cinfo.progress = &progress;
   }
-  ~Decompressor() { jpeg_destroy_decompress(&cinfo); }
+  ~Decompressor() {
+    if (created) jpeg_destroy_decompress(&cinfo);
+  }
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
 
   static Decompressor& of(j_common_ptr c) { return *static_cast<Decompressor*>(c->client_data); }
+  static bool create_steps(Decompressor& d);
   [[noreturn]] static void on_error(j_common_ptr c) {
     Decompressor& d = of(c);
     (*c->err->format_message)(c, d.message);
@@ -90,13 +98,15 @@ struct Decompressor {
   }
 };
 
-Decompressor& thread_decompressor() {
-  thread_local Decompressor d;
-  return d;
-}
-
 // The libjpeg calls, each in a function whose locals are all trivial: an error longjmps back to
 // its setjmp, past nothing that needs destroying. They return false after an error.
+bool Decompressor::create_steps(Decompressor& d) {
+  if (setjmp(d.jump)) return false;
+  jpeg_create_decompress(&d.cinfo);  // client_data survives: it sets only the fields it owns
+  d.created = true;
+  return true;
+}
+
 bool read_header_steps(Decompressor& d, ByteSpan file, int& result) {
   if (setjmp(d.jump)) return false;
   // libjpeg takes the size as unsigned long; our files are bounded by kMaxFileBytes.
@@ -116,12 +126,11 @@ bool decompress_steps(Decompressor& d, uint8_t* out, size_t pitch) {
   return true;
 }
 
-// Turns the decompressor's last error into an Error and readies it for the next file.
+// Turns the decompressor's last error into an Error.
 [[noreturn]] void fail(Decompressor& d, const std::string& what) {
   std::string msg = d.message;
   for (char& c : msg) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (msg.rfind("corrupt jpeg data: ", 0) == 0) msg.erase(0, 19);  // libjpeg's own prefix
-  jpeg_abort_decompress(&d.cinfo);
   if (d.unsupported)
     throw Error(Errc::unsupported, msg + " (dlprep reads 8-bit sequential and progressive jpeg)");
   throw Error(Errc::corrupt_data, what + msg);
@@ -150,22 +159,15 @@ JpegHeader read_header(Decompressor& d, ByteSpan file) {
     throw Error(Errc::corrupt_data, "not a jpeg file (no SOI marker at offset 0)");
   int result = 0;
   if (!read_header_steps(d, file, result)) fail(d, "corrupt jpeg header: ");
-  if (result != JPEG_HEADER_OK) {  // a tables-only stream, or one cut before its frame header
-    jpeg_abort_decompress(&d.cinfo);
+  if (result != JPEG_HEADER_OK)  // a tables-only stream, or one cut before its frame header
     throw Error(Errc::corrupt_data, "corrupt jpeg header: no frame header (file of " +
                                         std::to_string(file.size()) + " bytes)");
-  }
   JpegHeader h;
   const J_COLOR_SPACE space = d.cinfo.jpeg_color_space;
   h.cmyk = space == JCS_CMYK || space == JCS_YCCK;
   h.shape = {d.cinfo.image_width, d.cinfo.image_height, space == JCS_GRAYSCALE ? 1u : 3u};
   d.cinfo.out_color_space = h.cmyk ? JCS_CMYK : space == JCS_GRAYSCALE ? JCS_GRAYSCALE : JCS_RGB;
-  try {
-    check_shape(h.shape);
-  } catch (...) {
-    jpeg_abort_decompress(&d.cinfo);
-    throw;
-  }
+  check_shape(h.shape);
   return h;
 }
 
@@ -198,14 +200,12 @@ class JpegCodec final : public Codec {
   bool round_trips(uint32_t channels) const override { return channels == 1 || channels == 3; }
 
   ImageInfo probe(ByteSpan file) const override {
-    Decompressor& d = thread_decompressor();
-    const ImageShape shape = read_header(d, file).shape;
-    jpeg_abort_decompress(&d.cinfo);
-    return {"jpeg", shape};
+    Decompressor d;
+    return {"jpeg", read_header(d, file).shape};
   }
 
   Image decode(ByteSpan file) const override {
-    Decompressor& d = thread_decompressor();
+    Decompressor d;
     const JpegHeader h = read_header(d, file);
     Image image(h.shape);
     const size_t pixels = size_t{h.shape.width} * h.shape.height;

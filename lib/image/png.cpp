@@ -6,7 +6,8 @@
 // - 16-bit samples are scaled to 8 bits with rounding (png_set_scale_16: (v * 255 + 32895) >> 16),
 //   not truncated, so 0xFFFF -> 255 and 0x8080 -> 128;
 // - no gamma, colour-space or background transforms: the stored sample values come out;
-// - a CRC error in any chunk, ancillary ones included, is corrupt data (as Pillow has it).
+// - a CRC error before the image data, in an ancillary chunk too, is corrupt data (as Pillow has
+//   it; after the image data, libpng drops such a chunk, and Pillow does not read it).
 // The result is 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA) channels; encode() writes the same
 // four colour types at 8 bits, so all four round-trip bit-exactly.
 //
@@ -103,8 +104,9 @@ struct ReadStruct {
 #endif
     // Dimensions are checked by check_shape() with our own limits and messages.
     png_set_user_limits(png, 0x7fffffff, 0x7fffffff);
-    // A bad CRC fails the file in any chunk, as in Pillow (whose loaders would then fail on a
-    // dataset that copied it); libpng's default only discards an ancillary chunk that has one.
+    // A bad CRC before the image data fails the file, ancillary chunks included, as in Pillow
+    // (whose loaders would then fail on a dataset that copied it); libpng's default only
+    // discards an ancillary chunk that has one.
     png_set_crc_action(png, PNG_CRC_ERROR_QUIT, PNG_CRC_ERROR_QUIT);
   }
   ~ReadStruct() { png_destroy_read_struct(&png, info ? &info : nullptr, nullptr); }
@@ -130,6 +132,9 @@ struct Header {
 bool read_info(png_structp png, png_infop info, Header* h) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
+  // Pillow checks the CRCs of the chunks before the image data only: after it, a damaged
+  // ancillary chunk is dropped again, as libpng does by default.
+  png_set_crc_action(png, PNG_CRC_NO_CHANGE, PNG_CRC_WARN_DISCARD);
   h->width = png_get_image_width(png, info);
   h->height = png_get_image_height(png, info);
   h->bit_depth = png_get_bit_depth(png, info);

@@ -199,15 +199,29 @@ TEST_CASE("run-length encoded bmp: runs, literals, end of line, delta and end of
                                      0x44, 0,    2, 1, 1,    2,    0x99, 0, 1};
   const Image four = bmp().decode(span(make_bmp(6, 3, 4, 2, palette, {}, rle4)));
   CHECK(std::equal(expected, expected + 18, four.data()));
-  // Hostile streams: a run below the last row, a stream cut short, a top-down RLE file.
-  const std::vector<uint8_t> past = {0, 0, 0, 0, 0, 0, 2, 1, 0, 1};
-  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, past))),
-                       doctest::Contains("goes past the last row"), Error);
+  // As Pillow: runs end once the last row is full, without an end-of-bitmap mark, and what comes
+  // after (runs below the last row) is not read.
+  const std::vector<uint8_t> full = {6, 7, 0, 0, 6, 8, 0, 0, 6, 9, 0, 0, 6, 1, 6, 1};
+  const Image filled = bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, full)));
+  CHECK((filled.data()[0] == 90 && filled.data()[17] == 70));
+  const std::vector<uint8_t> no_end = {6, 7, 0, 0, 6, 8, 0, 0, 6, 9};
+  CHECK(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, no_end))).same_pixels(filled));
+  // Hostile streams: cut short, a palette index beyond the palette, a top-down RLE file, and a
+  // few bytes that claim a bitmap of a billion pixels.
   const std::vector<uint8_t> cut = {3, 5, 0, 6, 1, 2};
   CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, cut))),
                        doctest::Contains("truncated bmp literal run"), Error);
+  const std::vector<uint8_t> beyond = {2, 200, 0, 1};
+  CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, 3, 8, 1, palette, {}, beyond))),
+                       doctest::Contains("palette index 200"), Error);
   CHECK_THROWS_WITH_AS(bmp().decode(span(make_bmp(6, -3, 8, 1, palette, {}, rle8))),
                        doctest::Contains("top-down"), Error);
+  try {
+    (void)bmp().probe(span(make_bmp(32768, 32768, 8, 1, palette, {}, {0, 1})));
+    FAIL("accepted an RLE bomb");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::limit_exceeded);
+  }
 }
 
 TEST_CASE("truncated bmp pixel data is reported with the sizes and the offset") {

@@ -29,8 +29,9 @@ struct Sampling {
   int h[3], v[3];
 };
 
-// `image` (3 channels) as a baseline JPEG with these sampling factors, quality 90.
-Bytes write_jpeg(const Image& image, const Sampling& s) {
+// `image` (3 channels) as a baseline JPEG with these sampling factors, quality 90; `optimize`:
+// with Huffman tables made for this image instead of the standard ones.
+Bytes write_jpeg(const Image& image, const Sampling& s, bool optimize = false) {
   jpeg_compress_struct cinfo{};
   jpeg_error_mgr err{};
   cinfo.err = jpeg_std_error(&err);
@@ -44,6 +45,7 @@ Bytes write_jpeg(const Image& image, const Sampling& s) {
   cinfo.in_color_space = JCS_RGB;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, 90, TRUE);
+  cinfo.optimize_coding = optimize ? TRUE : FALSE;
   for (int c = 0; c < 3; ++c) {
     cinfo.comp_info[c].h_samp_factor = s.h[c];
     cinfo.comp_info[c].v_samp_factor = s.v[c];
@@ -140,6 +142,35 @@ TEST_CASE("jpeg decodes every chroma sampling, as libjpeg and TurboJPEG do") {
     CHECK(worst <= 12);
   }
   CHECK(refused_by_turbojpeg >= 4);  // what this decoder is for
+}
+
+// The file without its DHT segments, as an MJPEG frame is stored (the standard tables implied).
+Bytes without_huffman_tables(const Bytes& file) {
+  Bytes out(file.begin(), file.begin() + 2);
+  size_t at = 2;
+  while (at + 4 <= file.size() && file[at] == 0xFF && file[at + 1] != 0xDA) {
+    const size_t length = size_t{file[at + 2]} << 8 | file[at + 3];
+    if (file[at + 1] != 0xC4)
+      out.insert(out.end(), file.begin() + at, file.begin() + at + 2 + length);
+    at += 2 + length;
+  }
+  out.insert(out.end(), file.begin() + at, file.end());  // the scan and what follows
+  return out;
+}
+
+TEST_CASE("a jpeg without Huffman tables decodes the same whatever its thread read before") {
+  const Codec* jpeg = find_codec("jpeg");
+  REQUIRE(jpeg != nullptr);
+  const Image image = test::make_image({64, 48, 3}, test::Pattern::random);
+  const Bytes standard = write_jpeg(image, {{2, 1, 1}, {2, 1, 1}});
+  const Bytes mjpeg = without_huffman_tables(standard);
+  REQUIRE(mjpeg.size() < standard.size());
+  const Image expected = jpeg->decode(ByteSpan(standard.data(), standard.size()));
+  // A file with tables of its own first, then the frame: the frame takes the standard tables.
+  const Bytes optimized = write_jpeg(test::make_image({64, 48, 3}, test::Pattern::gradient),
+                                     {{2, 1, 1}, {2, 1, 1}}, true);
+  (void)jpeg->decode(ByteSpan(optimized.data(), optimized.size()));
+  CHECK(jpeg->decode(ByteSpan(mjpeg.data(), mjpeg.size())).same_pixels(expected));
 }
 
 TEST_CASE("12-bit and lossless jpeg are unsupported, not corrupt") {

@@ -324,7 +324,7 @@ TEST_CASE("libpng errors become lower-case corrupt-data errors with an offset") 
   }
 }
 
-TEST_CASE("a bad CRC in an ancillary chunk fails the file, before or after the image data") {
+TEST_CASE("a bad CRC in an ancillary chunk fails the file before the image data, as in Pillow") {
   if (!png()) return;
   const Image image = test::make_image({20, 20, 3}, test::Pattern::random);
   const Bytes file = png()->encode(image, EncodeOptions{});
@@ -343,9 +343,10 @@ TEST_CASE("a bad CRC in an ancillary chunk fails the file, before or after the i
   for (const size_t at : {size_t{33}, file.size() - 12}) {
     CAPTURE(at);
     CHECK(png()->decode(span(with_text(at, true))).same_pixels(image));
-    const Bytes bad = with_text(at, false);
-    CHECK(decode_error(bad) == Errc::corrupt_data);
   }
+  CHECK(decode_error(with_text(33, false)) == Errc::corrupt_data);
+  // After the image data Pillow reads no chunk, and libpng drops the damaged one.
+  CHECK(png()->decode(span(with_text(file.size() - 12, false))).same_pixels(image));
 }
 
 #ifdef PNG_IGNORE_ADLER32  // libpng 1.6.26 and later

@@ -305,6 +305,7 @@ void AtomicFile::diverge() {
 }
 
 void AtomicFile::write(ByteSpan bytes) {
+  if (bytes.empty()) return;  // (memcmp and write take no null pointer, even for 0 bytes)
   if (existing_) {
     const ByteSpan old = existing_->bytes();
     if (bytes.size() <= old.size() - matched_ &&

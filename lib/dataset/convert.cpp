@@ -440,10 +440,12 @@ ConvertResult Engine::run() {
   // interrupted run, also what it wrote that no index names.
   std::vector<fs::path> orphans =
       tar_ ? std::vector<fs::path>() : orphan_files(o_.destination, listed);
-  if (old_manifest_ && !old_manifest_->complete)
+  if (old_manifest_ && !old_manifest_->complete) {
     for (fs::path& f : interrupted_leftovers(o_.destination, listed))
-      if (std::find(orphans.begin(), orphans.end(), f) == orphans.end())
-        orphans.push_back(std::move(f));
+      orphans.push_back(std::move(f));
+    std::sort(orphans.begin(), orphans.end());  // each once, in n log n for any number of them
+    orphans.erase(std::unique(orphans.begin(), orphans.end()), orphans.end());
+  }
   if (!orphans.empty()) mark_->set();
   if (!same_index) index.commit();
   result.removed = remove_files(o_.destination, orphans);

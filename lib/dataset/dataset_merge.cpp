@@ -237,9 +237,11 @@ MergeResult merge_datasets(const MergeOptions& o) {
     for (const fs::path& shard : unlisted_part_shards(o.output, listed))
       if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
   // After an interrupted merge: its temporary files, and what it placed that no index names.
-  if (old && !old->complete)
-    for (const fs::path& f : interrupted_leftovers(o.output, listed))
-      if (std::find(stale.begin(), stale.end(), f) == stale.end()) stale.push_back(f);
+  if (old && !old->complete) {
+    for (fs::path& f : interrupted_leftovers(o.output, listed)) stale.push_back(std::move(f));
+    std::sort(stale.begin(), stale.end());  // each once, in n log n for any number of them
+    stale.erase(std::unique(stale.begin(), stale.end()), stale.end());
+  }
   const bool same_index = rerun && !mark.is_set() && index.same_as_target();
   if (!same_index || !stale.empty()) mark.set();
   if (!same_index) index.commit();

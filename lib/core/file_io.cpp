@@ -134,6 +134,19 @@ void remove_empty_tree(const fs::path& dir) noexcept {
   if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
 }
 
+// The NAME of an AtomicFile's temp file ".NAME.tmp.XXXXXX" (mkstemp's six letters and digits);
+// empty for any other file name.
+std::string temp_file_target(const std::string& file) {
+  constexpr std::string_view kTmp = ".tmp.";
+  constexpr size_t kSuffix = 6;
+  if (file.size() < 1 + 1 + kTmp.size() + kSuffix || file[0] != '.') return "";
+  const size_t tmp = file.size() - kSuffix - kTmp.size();
+  if (file.compare(tmp, kTmp.size(), kTmp) != 0) return "";
+  for (size_t i = file.size() - kSuffix; i < file.size(); ++i)
+    if (!std::isalnum(static_cast<unsigned char>(file[i]))) return "";
+  return file.substr(1, tmp - 1);
+}
+
 void unregister_pending(const std::string& path) {
   std::lock_guard lock(g_pending_mutex);
   for (int i = 0; i < kMaxPending; ++i)
@@ -290,9 +303,34 @@ void AtomicFile::open_temp() {
   register_pending_locked(temp_);
 }
 
+AtomicFile::AtomicFile(const fs::path& target, const fs::path& kept, uint64_t bytes)
+    : target_(target), final_(target), temp_(kept.string()), kept_(true) {
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code ec;
+    final_ = fs::weakly_canonical(fs::absolute(target), ec);
+    if (ec) final_ = target;
+  }
+  std::error_code ec;
+  const fs::path dir = final_.parent_path().empty() ? fs::path(".") : final_.parent_path();
+  if (temp_file_target(kept.filename().string()) != final_.filename().string() ||
+      !fs::equivalent(kept.parent_path().empty() ? fs::path(".") : kept.parent_path(), dir, ec))
+    throw Error(Errc::io, kept.string() + ": not a temporary file of " + target.string());
+  fd_ = ::open(kept.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd_ < 0) throw io_error(kept, "cannot open", errno);
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < bytes ||
+      ::ftruncate(fd_, static_cast<off_t>(bytes)) != 0 ||
+      ::lseek(fd_, static_cast<off_t>(bytes), SEEK_SET) < 0) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(Errc::io,
+                kept.string() + ": cannot continue it from byte " + std::to_string(bytes));
+  }
+}
+
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!temp_.empty()) {
+  if (!temp_.empty() && !kept_) {
     ::unlink(temp_.c_str());
     unregister_pending(temp_);
   }
@@ -361,6 +399,12 @@ bool AtomicFile::same_as_target() {
   if (written.st_size == 0) return true;
   MappedFile ours(temp_), theirs(final_);
   return std::memcmp(ours.bytes().data(), theirs.bytes().data(), ours.bytes().size()) == 0;
+}
+
+void AtomicFile::keep() {
+  if (temp_.empty() || kept_) return;
+  kept_ = true;
+  unregister_pending(temp_);
 }
 
 void write_file_atomic(const fs::path& path, ByteSpan bytes) {
@@ -447,32 +491,17 @@ DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
-namespace {
-
-// The NAME of an AtomicFile's temp file ".NAME.tmp.XXXXXX" (mkstemp's six letters and digits);
-// empty for any other file name.
-std::string temp_file_target(const std::string& file) {
-  constexpr std::string_view kTmp = ".tmp.";
-  constexpr size_t kSuffix = 6;
-  if (file.size() < 1 + 1 + kTmp.size() + kSuffix || file[0] != '.') return "";
-  const size_t tmp = file.size() - kSuffix - kTmp.size();
-  if (file.compare(tmp, kTmp.size(), kTmp) != 0) return "";
-  for (size_t i = file.size() - kSuffix; i < file.size(); ++i)
-    if (!std::isalnum(static_cast<unsigned char>(file[i]))) return "";
-  return file.substr(1, tmp - 1);
-}
-
-}  // namespace
-
 bool is_temp_file_name(const std::string& file) { return !temp_file_target(file).empty(); }
 
-uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name) {
+uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name,
+                                const fs::path& except) {
   uint64_t removed = 0;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string target = temp_file_target(it->path().filename().string());
     std::error_code type_ec;
     if (target.empty() || (!name.empty() && target != name) ||
+        (!except.empty() && it->path().filename() == except.filename()) ||
         it->symlink_status(type_ec).type() != fs::file_type::regular)
       continue;
     std::error_code rm_ec;

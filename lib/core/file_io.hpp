@@ -74,6 +74,12 @@ class AtomicFile {
   /// available then.
   enum class Mode { now, defer };
   explicit AtomicFile(const std::filesystem::path& target, Mode mode = Mode::now);
+  /// Continues `kept`, the temp file of an earlier AtomicFile of `target` that keep() left, cut
+  /// to its first `bytes` (the earlier run's checkpoint vouches for them): a long output resumes
+  /// after a crash. The file stays kept. Throws Error(io) when `kept` is not such a file in the
+  /// target's directory, or is shorter than `bytes`.
+  AtomicFile(const std::filesystem::path& target, const std::filesystem::path& kept,
+             uint64_t bytes);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -92,6 +98,11 @@ class AtomicFile {
   /// that skips it (the temp file goes with the object) keeps reruns from touching their outputs.
   /// Throws Error(io).
   bool same_as_target();
+  /// From now on the temp file stays when this object dies uncommitted or the process gets
+  /// SIGINT: a checkpoint names it (temp_path()) for a rerun to continue.
+  void keep();
+  /// The temporary file; empty for a device or FIFO (written in place) and after commit().
+  const std::string& temp_path() const { return temp_; }
 
  private:
   void open_temp();
@@ -104,6 +115,7 @@ class AtomicFile {
   int fd_ = -1;
   std::unique_ptr<MappedFile> existing_;  // Mode::defer, until the first difference
   uint64_t matched_ = 0;                  // bytes written, equal to the start of existing_
+  bool kept_ = false;                     // keep(): the temp file outlives the object
 };
 
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
@@ -164,8 +176,10 @@ class DirectoryLock {
 /// ".NAME.tmp.XXXXXX", of every NAME or of `name` alone. SIGKILL (the OOM killer, a batch
 /// scheduler past its grace period) allows no cleanup, and such files can hold whole outputs.
 /// Only for a directory whose DirectoryLock this process holds (then no live run owns them), or
-/// with `name`, a target that no other run writes. Returns how many it removed.
-uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::string& name = "");
+/// with `name`, a target that no other run writes. `except`: a kept temp file (AtomicFile::keep)
+/// that this run continues. Returns how many it removed.
+uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::string& name = "",
+                                const std::filesystem::path& except = {});
 
 /// Whether `file` (a name) is an AtomicFile's temporary file, ".NAME.tmp.XXXXXX".
 bool is_temp_file_name(const std::string& file);

@@ -76,16 +76,6 @@ std::string input_format_name(InputFormat f) {
   return "auto";
 }
 
-std::string binary_header() {
-  std::string h(kBinaryHeaderBytes, '\0');
-  std::memcpy(h.data(), kBinaryMagic, 8);
-  uint32_t version = kBinaryVersion, row_bytes = kBinaryRowBytes, fields = kNumFields;
-  std::memcpy(h.data() + 8, &version, 4);
-  std::memcpy(h.data() + 12, &row_bytes, 4);
-  std::memcpy(h.data() + 16, &fields, 4);
-  return h;
-}
-
 }  // namespace
 
 json file_identity(const fs::path& p) {
@@ -238,11 +228,6 @@ PreprocessStats Run::execute() {
     if (it->symlink_status(type_ec).type() == fs::file_type::directory)
       remove_dead_temp_files(it->path());  // vocab/, the split layout's day folders
   }
-  if (o_.emit_binary) {
-    const fs::path parent = o_.emit_binary->parent_path();
-    remove_dead_temp_files(parent.empty() ? fs::path(".") : parent,
-                           o_.emit_binary->filename().string());
-  }
   cache_fds_.assign(o_.inputs.size(), -1);
   const bool pass2_runs = o_.output_format != OutputFormat::none;
   if (pass2_runs && o_.decode_cache != DecodeCache::off && backend_->host_decode_cache() &&
@@ -293,12 +278,8 @@ PreprocessStats Run::execute() {
     stats_.preload_seconds = seconds_since(tp);
   }
   auto t1 = Clock::now();
-  if (o_.emit_binary) {
-    emit_.emplace(*o_.emit_binary);
-    std::string h = binary_header();
-    emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
-  }
   if (o_.vocab_from) {
+    if (o_.emit_binary) open_emit(0);
     load_vocab_from(*o_.vocab_from);
     stats_.vocab_reused = true;
     stats_.single_pass = single_pass_allowed();
@@ -309,7 +290,8 @@ PreprocessStats Run::execute() {
     } else {
       pass1(false);  // counts rows (the .npy headers need them) and validates every row
     }
-  } else if (size_t done = o_.emit_binary ? 0 : try_resume_vocab(pass1_fp);
+  } else if (size_t done = o_.emit_binary ? open_emit(try_resume_vocab(pass1_fp))
+                                          : try_resume_vocab(pass1_fp);
              done == o_.inputs.size()) {
     stats_.vocab_reused = true;
     use_cache_ = keep_maps_ = false;  // pass 1 did not run: pass 2 reads the inputs
@@ -333,6 +315,7 @@ PreprocessStats Run::execute() {
   if (emit_) {
     PhaseTimer t(write_seconds_);
     emit_->commit();
+    emit_.reset();  // the checkpoint now records FILE itself
   }
   if (!stats_.vocab_reused && o_.write_vocab) {
     PhaseTimer t(write_seconds_);

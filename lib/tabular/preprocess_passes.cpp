@@ -58,7 +58,7 @@ void Run::pass1(bool build_vocab, size_t first_day) {
       PhaseTimer t(write_seconds_);
       const auto* bytes = reinterpret_cast<const uint8_t*>(p.rows);
       if (cache && !build_vocab) write_cache(day, bytes, p.result.rows * kBinaryRowBytes);
-      if (emit_) emit_->write(ByteSpan(bytes, p.result.rows * kBinaryRowBytes));
+      if (emit_) emit_rows(bytes, p.result.rows);
     };
     IndexRowsSink index_sink;
     if (cache && build_vocab) {
@@ -327,9 +327,7 @@ std::unique_ptr<DayWriter> Run::single_pass_day(
     if (p.result.rows == 0) return;
     PhaseTimer t(write_seconds_);
     if (writer) writer->write(p.block);
-    if (emit_ && p.rows != nullptr)
-      emit_->write(
-          ByteSpan(reinterpret_cast<const uint8_t*>(p.rows), p.result.rows * kBinaryRowBytes));
+    if (emit_ && p.rows != nullptr) emit_rows(p.rows, p.result.rows);
   };
   read_day(reader, day, "single pass", false,
            [&](const InputChunk& chunk) { process(chunk, sink); });

@@ -76,6 +76,15 @@ class Run {
   /// The number of days pass 1 can skip thanks to a matching checkpoint (all of them when it is
   /// complete; then the vocabulary is loaded), 0 when there is none.
   size_t try_resume_vocab(const json& pass1_fp);
+  /// Opens --emit-binary's FILE after a checkpoint of `done` days (try_resume_vocab): returns the
+  /// days pass 1 can still skip. FILE as the complete checkpoint recorded it needs no writing;
+  /// a partial checkpoint's kept temp file is continued; otherwise every day is read again (0).
+  size_t open_emit(size_t done);
+  /// Appends decoded rows to --emit-binary's FILE.
+  void emit_rows(const void* rows, uint64_t count);
+  /// What a checkpoint records of --emit-binary's FILE: the temp file kept for a rerun to continue
+  /// while it is written, FILE's identity once it is complete.
+  json emit_record();
   void load_vocab_from(const fs::path& dir);
   void preload();
   /// The reader of day `day`: its preloaded memory, its decode cache (`cached`) or its file.
@@ -168,6 +177,8 @@ class Run {
   uint64_t passes_ = 2;             // over the inputs: 1 for a single pass
   uint64_t counted_bytes_ = 0;      // read to count a split last day's rows (a single pass)
   json resumed_outputs_;            // the partial checkpoint's single-pass output settings
+  json resumed_emit_;               // the checkpoint's emit_record()
+  uint64_t emit_bytes_ = 0;         // written into emit_
   double read_seconds_ = 0, write_seconds_ = 0;
   // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
   ReadBuffers read_buffers_;  // lent to every InputReader in turn

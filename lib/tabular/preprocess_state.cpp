@@ -1,7 +1,9 @@
 // What a criteo-preprocess run (preprocess.cpp) leaves for the next one: the vocabulary
 // checkpoints of pass 1 (vocab/, partial ones every checkpoint_seconds) and the days of pass 2
 // complete under the same settings (state.json), each trusted only while the inputs and settings
-// they record are this run's; and the day files of an earlier run's extra days removed.
+// they record are this run's; the --emit-binary FILE they continue or find complete; and the day
+// files of an earlier run's extra days removed.
+#include <cstring>
 #include <set>
 
 #include "core/error.hpp"
@@ -11,6 +13,23 @@
 #include "tabular/vocab_dir.hpp"
 
 namespace dlprep::tabular::preprocess_detail {
+namespace {
+std::string absolute_name(const fs::path& p) {
+  return escape_invalid_utf8(fs::absolute(p).lexically_normal().string());
+}
+
+// --emit-binary's FILE starts with it.
+std::string binary_header() {
+  std::string h(kBinaryHeaderBytes, '\0');
+  std::memcpy(h.data(), kBinaryMagic, 8);
+  uint32_t version = kBinaryVersion, row_bytes = kBinaryRowBytes, fields = kNumFields;
+  std::memcpy(h.data() + 8, &version, 4);
+  std::memcpy(h.data() + 12, &row_bytes, 4);
+  std::memcpy(h.data() + 16, &fields, 4);
+  return h;
+}
+}  // namespace
+
 // An earlier run into OUTDIR with more days (or a split last day where this run has none, or the
 // reverse) left day files that belong to its vocabulary, not this one's; a loader that lists
 // OUTDIR (TorchRec's day_*.npy, --days) would take them for this run's. Only this run's layout
@@ -161,6 +180,7 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs
                     {"input_bytes", d.input_bytes}});
   json fields = {{"days", days}, {"days_done", days_done}, {"pass1", pass1_fp}};
   if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
+  if (o_.emit_binary) fields["emit"] = emit_record();
   write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
 }
 
@@ -175,6 +195,7 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
     if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
     load_vocab_from(o_.out_dir / "vocab");
     resumed_outputs_ = v.value("single_pass_outputs", json());
+    resumed_emit_ = v.value("emit", json());
     for (size_t d = 0; d < done; ++d) {
       stats_.days[d].rows = days[d]["rows"].get<uint64_t>();
       stats_.days[d].bad_rows = days[d]["bad_rows"].get<uint64_t>();
@@ -186,6 +207,52 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
   } catch (const json::exception&) {
     return 0;
   }
+}
+
+size_t Run::open_emit(size_t done) {
+  const fs::path& file = *o_.emit_binary;
+  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const json& saved = resumed_emit_;
+  try {
+    if (done == o_.inputs.size() && saved.contains("file") && saved["file"] == file_identity(file))
+      return done;  // FILE is as that run wrote it
+    if (done > 0 && done < o_.inputs.size() &&
+        saved.value("target", "") == absolute_name(*o_.emit_binary) && saved.contains("temp") &&
+        saved.contains("bytes")) {
+      const fs::path temp = dir / saved["temp"].get<std::string>();
+      emit_.emplace(file, temp, saved["bytes"].get<uint64_t>());
+      emit_bytes_ = saved["bytes"].get<uint64_t>();
+      remove_dead_temp_files(dir, file.filename().string(), temp);
+      return done;
+    }
+  } catch (const Error&) {  // FILE, or the temp file, gone or changed: written again
+  } catch (const json::exception&) {
+  }
+  emit_.reset();
+  remove_dead_temp_files(dir, file.filename().string());
+  emit_.emplace(file);
+  const std::string h = binary_header();
+  emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+  emit_bytes_ = h.size();
+  return 0;
+}
+
+void Run::emit_rows(const void* rows, uint64_t count) {
+  emit_->write(ByteSpan(static_cast<const uint8_t*>(rows), count * kBinaryRowBytes));
+  emit_bytes_ += count * kBinaryRowBytes;
+}
+
+json Run::emit_record() {
+  if (!emit_) {
+    std::error_code ec;
+    return fs::is_regular_file(*o_.emit_binary, ec) ? json{{"file", file_identity(*o_.emit_binary)}}
+                                                    : json();
+  }
+  if (emit_->temp_path().empty()) return json();  // a device or FIFO: nothing to continue
+  emit_->keep();
+  return {{"target", absolute_name(*o_.emit_binary)},
+          {"temp", escape_invalid_utf8(fs::path(emit_->temp_path()).filename().string())},
+          {"bytes", emit_bytes_}};
 }
 
 void Run::load_vocab_from(const fs::path& where) {

@@ -834,6 +834,67 @@ TEST_CASE("a run interrupted in pass 1 or its single pass continues after the la
   }
 }
 
+TEST_CASE("--emit-binary's FILE continues after the last checkpoint, and is kept when up to date") {
+  fs::path dir = scratch("resume_emit");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
+                                kSamples / "edge_cases.tsv"};
+  PreprocessOptions clean = base(days, dir / "clean");
+  clean.emit_binary = dir / "clean.bin";
+  preprocess(clean);
+  const std::string rows = slurp(dir / "clean.bin");
+  const auto temp_files = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += is_temp_file_name(e.path().filename());
+    return n;
+  };
+  for (bool single : {false, true}) {
+    INFO("single pass " << single);
+    const std::string name = single ? "one" : "two";
+    PreprocessOptions o = base(days, dir / name);
+    o.emit_binary = dir / (name + ".bin");
+    o.resume = true;
+    o.checkpoint_seconds = 0;
+    o.single_pass = single;
+    const std::string pass = single ? "single pass" : "pass 1";
+    o.progress = [&](const ProgressEvent& e) {
+      if (e.what == pass && e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
+    };
+    CHECK_THROWS_AS(preprocess(o), Error);
+    CHECK_FALSE(fs::exists(*o.emit_binary));  // FILE appears complete or not at all
+    CHECK(temp_files() == 1);                 // kept for the rerun, which continues it
+    o.progress = nullptr;
+    PreprocessStats s = preprocess(o);
+    CHECK(s.days_resumed_in_pass1 == 2);
+    CHECK(slurp(*o.emit_binary) == rows);
+    CHECK(temp_files() == 0);
+    // Nothing changed: FILE is not written again, and pass 1 does not run.
+    const auto written = fs::last_write_time(*o.emit_binary);
+    s = preprocess(o);
+    CHECK(s.vocab_reused);
+    CHECK(fs::last_write_time(*o.emit_binary) == written);
+    // FILE changed since: written again, whole.
+    fs::resize_file(*o.emit_binary, 64);
+    s = preprocess(o);
+    CHECK_FALSE(s.vocab_reused);
+    CHECK(slurp(*o.emit_binary) == rows);
+  }
+  // A kept temp file that is gone: the rerun starts FILE again rather than fail.
+  PreprocessOptions o = base(days, dir / "gone");
+  o.emit_binary = dir / "gone.bin";
+  o.resume = true;
+  o.checkpoint_seconds = 0;
+  o.progress = [&](const ProgressEvent& e) {
+    if (e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
+  };
+  CHECK_THROWS_AS(preprocess(o), Error);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (is_temp_file_name(e.path().filename())) fs::remove(e.path());
+  o.progress = nullptr;
+  const PreprocessStats s = preprocess(o);
+  CHECK(s.days_resumed_in_pass1 == 0);
+  CHECK(slurp(*o.emit_binary) == rows);
+}
+
 TEST_CASE("the split layout holds the npy layout's values in NVIDIA's types, one file a column") {
   fs::path dir = scratch("split_layout");
   const std::vector<fs::path> days = {kSamples / "deepctr_200.tsv"};

@@ -237,6 +237,7 @@ int run(int argc, char** argv) {
   if (globals.quiet) globals.verbose = 0;
 
   std::string path = command_path(app);
+  set_interrupt_report(path, globals.json);
   int code = kExitFailure;
   std::string failure;  // the error that stopped the command
   try {

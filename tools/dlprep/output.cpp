@@ -139,6 +139,12 @@ void print_note(const Globals& globals, std::string_view text) {
 
 namespace {
 std::atomic<bool> g_json_printed{false};
+// Held while a document goes to stdout, so that an interrupt's error document never lands in it.
+std::timed_mutex g_json_mutex;
+// What an interrupt reports: the command, and whether it owes an error document (--json).
+std::mutex g_interrupt_mutex;
+std::string g_interrupt_command;
+bool g_interrupt_json = false;
 
 // File names that are not UTF-8, written as dataset keys are (%XX per byte): JSON holds them, and
 // two such names stay apart (U+FFFD would make them one).
@@ -154,7 +160,9 @@ void escape_names(Json& j) {
 void print_json(const Json& document) {
   Json escaped = document;
   escape_names(escaped);
+  std::lock_guard lock(g_json_mutex);
   std::cout << escaped.dump(2) << '\n';
+  std::cout.flush();  // an interrupt exits without flushing
   g_json_printed = true;
 }
 
@@ -322,6 +330,7 @@ void Progress::finish() {
 
 namespace {
 std::shared_mutex g_output_mutex;
+void report_interrupt(int sig, int code);
 }  // namespace
 
 std::shared_lock<std::shared_mutex> defer_interrupts() {
@@ -345,9 +354,46 @@ void install_interrupt_handler() {
     }
     std::unique_lock lock(g_output_mutex);
     dlprep::remove_pending_temp_files();
-    ::_exit(sig == SIGINT ? kExitInterrupted : 128 + sig);
+    const int code = sig == SIGINT ? kExitInterrupted : 128 + sig;
+    report_interrupt(sig, code);
+    ::_exit(code);
   }).detach();
 }
+
+void set_interrupt_report(const std::string& command, bool json) {
+  std::lock_guard lock(g_interrupt_mutex);
+  g_interrupt_command = command;
+  g_interrupt_json = json;
+}
+
+namespace {
+void report_interrupt(int sig, int code) {
+  std::string command;
+  bool json = false;
+  {
+    std::lock_guard lock(g_interrupt_mutex);
+    command = g_interrupt_command;
+    json = g_interrupt_json;
+  }
+  const std::string what = std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
+                                                             : sig == SIGTERM ? "SIGTERM"
+                                                                              : "SIGHUP");
+  print_error(command, what);
+  // `dlprep --json … | jq`: one document on stdout, this one unless another was begun (a stdout
+  // that blocks is not waited for long).
+  if (!json || !g_json_mutex.try_lock_for(std::chrono::milliseconds(200))) return;
+  if (!g_json_printed) {
+    const std::string doc = Json{{"schema", "dlprep.error/1"},
+                                 {"command", command},
+                                 {"error", what},
+                                 {"exit_status", code}}
+                                .dump(2) +
+                            "\n";
+    std::cout.flush();
+    (void)!::write(STDOUT_FILENO, doc.data(), doc.size());
+  }
+}
+}  // namespace
 
 bool close_stdout() {
   errno = 0;

@@ -117,6 +117,9 @@ class Progress {
 /// SIGXFSZ is ignored: a write past `ulimit -f` is an error (EFBIG) like a full disk.
 /// Call first thing in main(), before any thread starts (they inherit the blocked signals).
 void install_interrupt_handler();
+/// What an interrupt reports: "dlprep: error: COMMAND: interrupted by SIGINT" on stderr, and with
+/// `json` the error document on stdout, unless the command has printed its own.
+void set_interrupt_report(const std::string& command, bool json);
 
 /// Held while one output file is created, written and renamed into place: an interrupt waits
 /// until it is released, so an output is either complete or absent, never a stray temp file.

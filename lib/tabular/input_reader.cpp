@@ -101,13 +101,14 @@ InputReader::InputReader(const fs::path& path, FileKind kind, size_t chunk_bytes
     uint8_t header[kBinaryHeaderBytes];
     size_t n = read_up_to(fd_, header, sizeof header, path);
     file_bytes_ += n;
-    uint32_t version = 0, row_bytes = 0;
+    uint32_t version = 0, row_bytes = 0, fields = 0;
     if (n == sizeof header) {
       std::memcpy(&version, header + 8, 4);
       std::memcpy(&row_bytes, header + 12, 4);
+      std::memcpy(&fields, header + 16, 4);
     }
     if (n != sizeof header || std::memcmp(header, kBinaryMagic, 8) != 0 ||
-        version != kBinaryVersion || row_bytes != kBinaryRowBytes) {
+        version != kBinaryVersion || row_bytes != kBinaryRowBytes || fields != kNumFields) {
       ::close(fd_);
       throw Error(Errc::corrupt_data, path.string() + ": not a dlprep binary row file (version 1)");
     }
@@ -259,8 +260,10 @@ void InputReader::fill(Buffer& b, const uint8_t* carry, size_t carry_bytes) {
     }
     // No line end in a full buffer: one very long line. Grow, within reason.
     if (b.capacity >= kMaxLineBytes) {
-      throw Error(Errc::corrupt_data, path_.string() + ": line longer than " +
-                                          std::to_string(kMaxLineBytes >> 20) + " MiB");
+      throw Error(Errc::corrupt_data,
+                  path_.string() + ": a line longer than " + std::to_string(b.capacity >> 20) +
+                      " MiB: a corrupt file? (a Criteo row has about 250 bytes; a larger "
+                      "--chunk-mb reads it)");
     }
     allocate(b, b.capacity * 2);
   }

@@ -76,6 +76,19 @@ std::string input_format_name(InputFormat f) {
   return "auto";
 }
 
+// Whether `path` is `dir` or below it, links resolved (neither need exist).
+bool is_within(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  const fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
+  auto pi = p.begin();
+  for (auto di = d.begin(); di != d.end(); ++di, ++pi) {
+    if (di->empty()) continue;  // the trailing "" of "dir/"
+    if (pi == p.end() || *pi != *di) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 json file_identity(const fs::path& p) {
@@ -155,15 +168,34 @@ void Run::validate() {
                       std::to_string(v["days"].size()) +
                       " days): its run was interrupted or is still running; finish it first");
   }
-  if (o_.emit_binary)
+  if (o_.emit_binary) {
+    const std::string file = "--emit-binary " + o_.emit_binary->string();
     for (const fs::path& in : o_.inputs) {
       std::error_code ec;
       if (fs::equivalent(in, *o_.emit_binary, ec))
-        throw Error(Errc::invalid_argument, "--emit-binary " + o_.emit_binary->string() +
-                                                " is an input: it would be replaced by its rows");
+        throw Error(Errc::invalid_argument,
+                    file + " is an input: it would be replaced by its rows");
     }
-  if (o_.warning)
+    std::error_code ec;
+    if (fs::is_directory(*o_.emit_binary, ec))
+      throw Error(Errc::invalid_argument, file + " is a directory: name the file to write");
+    // The run writes, replaces and removes files in OUTDIR (a day file could be FILE's name).
+    if (is_within(*o_.emit_binary, o_.out_dir))
+      throw Error(Errc::invalid_argument,
+                  file + " is inside the output directory " + o_.out_dir.string() +
+                      ", whose files the run writes and removes: write it elsewhere");
+    if (o_.vocab_from && is_within(*o_.emit_binary, *o_.vocab_from))
+      throw Error(Errc::invalid_argument, file + " is inside the --vocab-from directory " +
+                                              o_.vocab_from->string() + ": write it elsewhere");
+  }
+  if (o_.warning) {
     if (const std::string w = day_order_problem(o_.inputs); !w.empty()) o_.warning(w);
+    if (o_.split_last != SplitLast::none && o_.inputs.size() == 1 &&
+        o_.output_format != OutputFormat::none)
+      o_.warning(
+          "one input, split (--split-last, or the preset's): its halves are the test and "
+          "validation days, and no training day is written");
+  }
 }
 
 void Run::check_memory(const char* where) {
@@ -338,6 +370,9 @@ PreprocessStats Run::execute() {
   for (const auto& d : stats_.days) {
     stats_.rows += d.rows;
     stats_.bad_rows += d.bad_rows;
+    // An empty day is more often a failed download or copy than a day without clicks.
+    if (d.rows == 0 && d.bad_rows == 0 && !d.skipped && o_.warning)
+      o_.warning(d.input + ": no rows (an empty file?)");
   }
   backend_->flush();
   finished_ = true;  // nothing in flight: the backend may serve the Preprocessor's next run

@@ -192,9 +192,12 @@ bool Run::single_pass_allowed() const {
   // Every ID is final at first sight: from a given vocabulary (pass 2 alone, which every
   // backend has), or from the first-appearance index (the backend's GenVocab assigns it).
   // The split layout's ID types come from the final table sizes (see the top).
+  // An --oov-id among the kept values' IDs is refused once their number is known (finalize_vocab):
+  // before any output, in two passes.
+  const bool oov_below = !o_.oov_id || *o_.oov_id < o_.id_base;
   const bool ids_known =
       o_.vocab_from || (backend_->single_pass() && o_.min_freq <= 1 && o_.id_base <= kMaxIdBase &&
-                        o_.output_format != OutputFormat::split);
+                        o_.output_format != OutputFormat::split && oov_below);
   return o_.single_pass && ids_known && o_.output_format != OutputFormat::none && split_counted;
 }
 
@@ -251,6 +254,13 @@ void Run::single_pass(size_t first_day) {
   if (!discard && day_stems(o_.inputs.size() - 1).size() == 2)
     counted_bytes_ = regular_file_size(o_.inputs.back());
   std::vector<std::unique_ptr<DayWriter>> finished;  // complete days, not yet under their names
+  // An earlier run's state.json, which lists its days as complete under its settings, goes before
+  // the first of this run's days replaces one of them (this run's comes at its end); the partial
+  // checkpoints in vocab/ record this run's days meanwhile.
+  if (!discard) {
+    std::error_code ec;
+    fs::remove(o_.out_dir / "state.json", ec);
+  }
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
     if (auto writer = single_pass_day(day, [&](const InputChunk& chunk, const PieceSink& sink) {
           backend_->pass1_chunk(day, chunk, sink, IndexRowsSink());
@@ -347,13 +357,17 @@ void Run::publish(std::vector<std::unique_ptr<DayWriter>>& finished) {
 void Run::finalize_vocab() {
   for (int j = 0; j < kNumSparse; ++j) {
     stats_.cardinality[j] = vocab_[j].size();
-    int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : -1);
-    if (oov < 0) {
-      // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
-      int64_t kept = 0;
-      for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
-      oov = o_.id_base + kept;
-    }
+    int64_t kept = 0;
+    for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
+    // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
+    int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : o_.id_base + kept);
+    if (oov >= o_.id_base && oov < o_.id_base + kept)
+      throw Error(Errc::invalid_argument,
+                  "--oov-id " + std::to_string(oov) + " is the ID of a kept value of " +
+                      field_name(kFirstSparseField + j) + " (IDs " + std::to_string(o_.id_base) +
+                      " to " + std::to_string(o_.id_base + kept - 1) +
+                      "): rare and unseen values would share its embedding row; give an ID "
+                      "below --id-base or past the last one");
     if (oov >= INT32_MAX)
       throw Error(Errc::limit_exceeded,
                   "OOV ID " + std::to_string(oov) + ": its num_embeddings does not fit in int32");

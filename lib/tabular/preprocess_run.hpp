@@ -137,7 +137,8 @@ class Run {
   /// `outputs`: a single pass's settings when the days before days_done have their outputs.
   void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
-  /// Removes the outputs of days this run does not write (stats' removed_outputs).
+  /// Removes the outputs of days this run does not write, and an OUTDIR/vocab that is not its
+  /// vocabulary (stats' removed_outputs); a reused one gets the run's conventions.
   void remove_stale_outputs();
   /// Each pass reads every input: done_bytes_ of passes_ times their size, and counted_bytes_.
   void report_progress(const char* pass, size_t day) const {

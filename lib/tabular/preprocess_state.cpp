@@ -55,6 +55,17 @@ void Run::remove_stale_outputs() {
         fs::is_empty(o_.out_dir / s, ec))
       fs::remove(o_.out_dir / s, ec);
   }
+  // OUTDIR/vocab is what --vocab-from OUTDIR applies to test days, so it must describe these
+  // arrays. Reused, it gets this run's conventions (how its IDs and dense values were made: a
+  // rerun may change --min-freq or the log); not this run's vocabulary (--no-vocab after pass 1
+  // ran, --vocab-from another), it goes.
+  const fs::path vocab = o_.out_dir / "vocab";
+  if (o_.vocab_from || (!o_.write_vocab && !stats_.vocab_reused)) {
+    for (const fs::path& f : remove_vocab_dir(vocab))
+      stats_.removed_outputs.push_back(f.lexically_relative(o_.out_dir));
+  } else if (stats_.vocab_reused && fs::exists(vocab / "vocab.json", ec)) {
+    update_vocab_conventions(vocab, o_);
+  }
 }
 
 bool Run::checkpoint_due(size_t day) const {
@@ -259,8 +270,11 @@ void Run::load_vocab_from(const fs::path& where) {
   SavedVocab saved = read_vocab_dir(where);
   for (int j = 0; j < kNumSparse; ++j)
     if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != saved.modulus[j])
-      throw Error(Errc::invalid_argument, "--modulus differs from the vocabulary's (" +
-                                              std::to_string(saved.modulus[j]) + ")");
+      throw Error(Errc::invalid_argument,
+                  "the modulus " + std::to_string(o_.modulus[j]) +
+                      " (of --modulus or a --preset) differs from the --vocab-from vocabulary's (" +
+                      std::to_string(saved.modulus[j]) +
+                      "), which applies its own: drop it, or give the vocabulary's");
   modulus_ = saved.modulus;
   vocab_ = std::move(saved.columns);
 }

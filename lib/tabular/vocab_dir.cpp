@@ -62,6 +62,32 @@ void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>
   write_json_file(dir / "vocab.json", fields);
 }
 
+void update_vocab_conventions(const fs::path& dir, const PreprocessOptions& options) {
+  json v = read_json_file(dir / "vocab.json");
+  if (!v.is_object())
+    throw Error(Errc::corrupt_data, (dir / "vocab.json").string() + ": not a dlprep vocabulary");
+  const json conventions = conventions_of(options);
+  if (v.value("conventions", json()) == conventions) return;
+  v["conventions"] = conventions;
+  write_json_file(dir / "vocab.json", v);
+}
+
+std::vector<fs::path> remove_vocab_dir(const fs::path& dir) {
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  const auto remove = [&](const fs::path& f) {
+    if (fs::remove(f, ec)) removed.push_back(f);
+  };
+  remove(dir / "vocab.json");  // first: without it, the arrays are no vocabulary
+  for (int j = 0; j < kNumSparse; ++j) {
+    const std::string c = field_name(kFirstSparseField + j);
+    remove(dir / (c + "_values.npy"));
+    remove(dir / (c + "_counts.npy"));
+  }
+  if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) fs::remove(dir, ec);
+  return removed;
+}
+
 SavedVocab read_vocab_dir(const fs::path& where) {
   const fs::path vocab_json = vocab_json_of(where);
   const fs::path dir = vocab_json.parent_path();

@@ -28,6 +28,14 @@ void write_vocab_dir(const std::filesystem::path& dir,
                      const std::vector<ColumnVocab>& vocab, const PreprocessOptions& options,
                      nlohmann::json fields);
 
+/// Records `options`' conventions in `dir`'s vocab.json (left as it is when they are there): a
+/// rerun that reuses the vocabulary for arrays made another way. Throws Error(io | corrupt_data).
+void update_vocab_conventions(const std::filesystem::path& dir, const PreprocessOptions& options);
+
+/// Removes what write_vocab_dir writes in `dir`, and `dir` when that leaves it empty; returns the
+/// files removed.
+std::vector<std::filesystem::path> remove_vocab_dir(const std::filesystem::path& dir);
+
 /// A vocabulary read back: each column's modulus, and the columns (values and counts).
 struct SavedVocab {
   std::array<uint32_t, kNumSparse> modulus{};

@@ -153,6 +153,41 @@ expect emit_is_input 2 "$DLPREP" criteo-preprocess --emit-binary "$T/in.tsv" "$T
 cmp -s "$S/deepctr_200.tsv" "$T/in.tsv" || { echo "FAIL emit_is_input: the input was replaced"; fail=1; }
 expect log_and_no_log 2 "$DLPREP" criteo-preprocess --no-log --log-offset 3 "$T/in.tsv" -o "$T/o14n"
 expect oov_int32 2 "$DLPREP" criteo-preprocess --oov-id 2147483647 "$T/in.tsv" -o "$T/o14o"
+# --emit-binary inside OUTDIR (a day file's name: the dlrm layout's day_0.bin) or the --vocab-from
+# directory would be replaced by a file of the run, a directory cannot be written: refused at once.
+expect emit_in_outdir 2 "$DLPREP" criteo-preprocess --preset dlrm --emit-binary "$T/o14x/day_0.bin" "$T/in.tsv" -o "$T/o14x"
+contains emit_in_outdir "$T/emit_in_outdir.err" "is inside the output directory"
+expect emit_is_dir 2 "$DLPREP" criteo-preprocess --emit-binary "$T" "$T/in.tsv" -o "$T/o14x"
+expect emit_in_vocab 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" --emit-binary "$T/o14/vocab/C1_values.npy" "$T/in.tsv" -o "$T/o14x"
+if [ -e "$T/o14x" ]; then echo "FAIL emit_in_outdir: $T/o14x written"; fail=1; fi
+# An OOV ID among the kept values' IDs would merge rare values into a real one: refused before any
+# output. The DLRM layout's integer dense values take no --log-offset; --split-last has no files to
+# split under --output-format none; a binary row file whose header has another field count.
+expect oov_collides 2 "$DLPREP" criteo-preprocess --id-base 2 --oov-id 2 --min-freq 2 "$T/in.tsv" -o "$T/o14c"
+contains oov_collides "$T/oov_collides.err" "--oov-id 2 is the ID of a kept value of C1"
+if [ -e "$T/o14c/day_0_sparse.npy" ]; then echo "FAIL oov_collides: day files written"; fail=1; fi
+expect dlrm_log_offset 2 "$DLPREP" criteo-preprocess --preset dlrm --log-offset 3 "$T/in.tsv" -o "$T/o14c"
+contains dlrm_log_offset "$T/dlrm_log_offset.err" "use --output-format npy"
+expect split_none 2 "$DLPREP" criteo-preprocess --split-last test-val --output-format none "$T/in.tsv" -o "$T/o14c"
+"$DLPREP" -q criteo-preprocess --output-format none --no-vocab --emit-binary "$T/rows.bin" "$T/in.tsv" -o "$T/o14b" >/dev/null
+printf '\047' | dd of="$T/rows.bin" bs=1 seek=16 conv=notrunc 2>/dev/null
+expect bin_fields 1 "$DLPREP" criteo-preprocess "$T/rows.bin" -o "$T/o14c"
+contains bin_fields "$T/bin_fields.err" "not a dlprep binary row file"
+# An empty input is usually a failed copy: a warning names it.
+: > "$T/empty_day.tsv"
+expect empty_day 0 "$DLPREP" criteo-preprocess "$T/in.tsv" "$T/empty_day.tsv" -o "$T/o14y"
+contains empty_day "$T/empty_day.err" "empty_day.tsv: no rows (an empty file?)"
+# OUTDIR/vocab describes OUTDIR's arrays, for --vocab-from OUTDIR: a rerun that reuses it with
+# another --min-freq records that; a --no-vocab rerun that built another vocabulary removes it.
+expect conv_rerun1 0 "$DLPREP" criteo-preprocess --min-freq 2 "$T/in.tsv" -o "$T/o19"
+expect conv_rerun2 0 "$DLPREP" criteo-preprocess --min-freq 3 --log-offset 2 "$T/in.tsv" -o "$T/o19"
+contains conv_rerun2 "$T/o19/vocab/vocab.json" '"min_freq": 3'
+expect conv_rerun3 0 "$DLPREP" criteo-preprocess --vocab-from "$T/o19" "$T/in.tsv" -o "$T/o20"
+for f in day_0_sparse.npy day_0_dense.npy; do
+  cmp -s "$T/o19/$f" "$T/o20/$f" || { echo "FAIL conv_rerun: --vocab-from of the rerun's vocabulary: $f differs"; fail=1; }
+done
+expect no_vocab_rerun 0 "$DLPREP" criteo-preprocess --modulus 50 --no-vocab "$T/in.tsv" -o "$T/o19"
+if [ -e "$T/o19/vocab" ]; then echo "FAIL no_vocab_rerun: the earlier run's vocab/ stayed"; fail=1; fi
 mkdir -p "$T/days"
 cp "$S/deepctr_200.tsv" "$T/days/day_0"
 expect days_zero 2 "$DLPREP" criteo-preprocess --days 0 "$T/days" -o "$T/o14d"

@@ -140,7 +140,16 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
     o.apply_log = true;
   }
   if (c.no_log) o.apply_log = false;
+  if (given("--log-offset") && o.output_format == OutputFormat::dlrm)
+    throw Error(Errc::invalid_argument,
+                "--log-offset: --output-format dlrm (also of --preset dlrm) stores the integer "
+                "dense values, and the DLRM loader takes log(x+1); use --output-format npy to "
+                "store logged values");
   if (!c.vocab_from.empty()) o.vocab_from = c.vocab_from;
+  if (!c.split_last.empty() && o.output_format == OutputFormat::none)
+    throw Error(Errc::invalid_argument,
+                "--split-last splits the last day's output files, and --output-format none "
+                "writes none");
   if (!c.split_last.empty()) {
     o.split_last = c.split_last == "test-val"   ? SplitLast::test_val
                    : c.split_last == "val-test" ? SplitLast::val_test

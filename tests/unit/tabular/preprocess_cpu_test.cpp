@@ -187,11 +187,17 @@ TEST_CASE("a single pass writes what two passes write, in every layout and ID co
     }
     std::vector<std::string> stems = {"day_0", "day_1", "day_2", "day_3"};
     if (v.split != SplitLast::none) stems.back() = "test", stems.push_back("val");
-    std::vector<std::string> files = {"vocab/C1_values.npy", "vocab/C26_counts.npy",
-                                      "vocab/vocab.json"};
+    std::vector<std::string> files = {"vocab/C1_values.npy", "vocab/C26_counts.npy"};
     for (const auto& stem : stems)
       for (const auto& f : output_files(v.format, "", stem)) files.push_back(f.string());
     check_same_files(two, one, files);
+    // vocab.json also records each run's own --emit-binary FILE (its path and mtime).
+    json vocab_two = json::parse(slurp(two / "vocab" / "vocab.json"));
+    json vocab_one = json::parse(slurp(one / "vocab" / "vocab.json"));
+    CHECK(vocab_two.contains("emit") == emit);
+    vocab_two.erase("emit");
+    vocab_one.erase("emit");
+    CHECK(vocab_two == vocab_one);
   }
   // A split day whose bad rows are skipped is decoded twice in a single pass (once to count its
   // rows): only while it is at most half of the input. Its lines alone cost a scan.
@@ -832,6 +838,31 @@ TEST_CASE("a run interrupted in pass 1 or its single pass continues after the la
                      {"day_0_sparse.npy", "day_1_sparse.npy", "day_2_sparse.npy", "day_2_dense.npy",
                       "vocab/C1_values.npy", "vocab/C26_counts.npy"});
   }
+}
+
+TEST_CASE("a rerun with other settings that stops midway leaves no state.json of the earlier run") {
+  fs::path dir = scratch("stale_state");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
+                                kSamples / "edge_cases.tsv"};
+  PreprocessOptions o = base(days, dir);
+  o.resume = true;
+  o.checkpoint_seconds = 0;
+  preprocess(o);
+  REQUIRE(fs::exists(dir / "state.json"));
+  // Another vocabulary (pass 1 runs again, in a single pass): days 0 and 1 are replaced before
+  // the "crash" at day 2, whose files are the earlier run's. Its state.json, which says every day
+  // is complete, must not survive to vouch for the mix.
+  o.modulus.fill(50);
+  o.progress = [&](const ProgressEvent& e) {
+    if (e.what == "single pass" && e.item == days[2].string())
+      throw Error(Errc::interrupted, "stop");
+  };
+  CHECK_THROWS_AS(preprocess(o), Error);
+  CHECK_FALSE(fs::exists(dir / "state.json"));
+  o.progress = nullptr;
+  const PreprocessStats s = preprocess(o);
+  CHECK(s.days_resumed_in_pass1 == 2);
+  CHECK(fs::exists(dir / "state.json"));
 }
 
 TEST_CASE("--emit-binary's FILE continues after the last checkpoint, and is kept when up to date") {

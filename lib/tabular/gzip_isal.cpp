@@ -1,5 +1,6 @@
 // gzip via ISA-L's streaming isal_inflate (libisal 2.30). Multi-member: after each member's
-// trailer the state is reset and decoding continues with the next member's header.
+// trailer the state is reset and decoding continues with the next member's header; zeros after
+// the last member are padding, as in gzip(1).
 #include <isa-l/igzip_lib.h>
 
 #include <vector>
@@ -14,6 +15,23 @@ namespace {
 
 constexpr size_t kInputBytes = size_t{1}
                                << 20;  // compressed read size: large enough for few syscalls
+
+const char* inflate_problem(int ret) {
+  switch (ret) {
+    case ISAL_INCORRECT_CHECKSUM:
+      return "CRC-32 mismatch: the data are damaged";
+    case ISAL_INVALID_BLOCK:
+    case ISAL_INVALID_SYMBOL:
+    case ISAL_INVALID_LOOKBACK:
+      return "invalid deflate data";
+    case ISAL_INVALID_WRAPPER:
+      return "invalid gzip header";
+    case ISAL_UNSUPPORTED_METHOD:
+      return "not deflate-compressed";
+    default:
+      return "decoder error";
+  }
+}
 
 class IsalReader final : public GzipReader {
  public:
@@ -46,7 +64,8 @@ class IsalReader final : public GzipReader {
         }
         throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
       }
-      if (!flags_checked_) check_flags();
+      if (!flags_checked_) check_member_start();
+      if (done_) break;  // zeros after the last member
       size_t room = capacity - produced;
       if (room > (uint32_t{1} << 30)) room = uint32_t{1} << 30;
       state_.next_out = out + produced;
@@ -55,8 +74,9 @@ class IsalReader final : public GzipReader {
       int ret = isal_inflate(&state_);
       clear_upper_simd_state();  // isal_inflate returns with the AVX state dirty
       if (ret < 0) {
-        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (isal_inflate error " +
-                                            std::to_string(ret) + ")");
+        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (" + inflate_problem(ret) +
+                                            ", in the member at byte " +
+                                            std::to_string(member_offset_) + ")");
       }
       if (before_in != state_.avail_in) member_started_ = true;
       produced = static_cast<size_t>(state_.next_out - out);
@@ -68,16 +88,38 @@ class IsalReader final : public GzipReader {
   uint64_t compressed_bytes() const override { return consumed_; }
 
  private:
-  // RFC 1952: a member whose header sets a reserved flag bit must be rejected. isal_inflate
-  // ignores them (zlib does not), so its FLG byte, the 4th of the member, is checked here as soon
-  // as it is in the input window, before isal_inflate consumes it.
-  void check_flags() {
+  // A member's first bytes, checked as soon as they are in the input window, before isal_inflate
+  // consumes them. After the first member, something else than a gzip header is trailing data:
+  // zeros (tape or block padding) end the stream as gzip(1) has it, anything else is an error.
+  // RFC 1952: a member whose header sets a reserved flag bit must be rejected; isal_inflate
+  // ignores them (zlib does not), so the FLG byte, the 4th of the member, is checked here.
+  void check_member_start() {
     const uint64_t window = consumed_ - state_.avail_in;  // file offset of next_in[0]
+    if (members_ > 0 && member_offset_ == window && state_.avail_in > 0 &&
+        state_.next_in[0] != 0x1f) {
+      if (rest_is_zeros()) {
+        done_ = true;
+        return;
+      }
+      throw Error(Errc::corrupt_data, name_ + ": data after the last gzip member, at byte " +
+                                          std::to_string(member_offset_));
+    }
     const uint64_t flg = member_offset_ + 3;
     if (flg < window || flg >= consumed_) return;  // not read yet (or never: a short file)
     flags_checked_ = true;
     if ((state_.next_in[flg - window] & 0xE0) != 0)
       throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (reserved header flags set)");
+  }
+
+  // Whether the input from next_in to the end of the file is all zeros (reading it).
+  bool rest_is_zeros() {
+    for (;;) {
+      for (uint32_t i = 0; i < state_.avail_in; ++i)
+        if (state_.next_in[i] != 0) return false;
+      state_.avail_in = 0;
+      if (eof_) return true;
+      refill();
+    }
   }
 
   void refill() {

@@ -1,5 +1,6 @@
 // gzip via zlib: the portable fallback when ISA-L is not installed, and the reference it is
-// tested against. Multi-member via inflateReset.
+// tested against. Multi-member via inflateReset; zeros after the last member are padding, as in
+// gzip(1).
 #include <zlib.h>
 
 #include <vector>
@@ -31,10 +32,21 @@ class ZlibReader final : public GzipReader {
         }
         throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
       }
+      if (members_ > 0 && !member_started_ && z_.next_in[0] != 0x1f) {
+        // Not another member: zeros (padding) end the stream as in gzip(1), the rest is an error.
+        const uint64_t at = consumed_ - z_.avail_in;
+        if (rest_is_zeros()) {
+          done_ = true;
+          break;
+        }
+        throw Error(Errc::corrupt_data,
+                    name_ + ": data after the last gzip member, at byte " + std::to_string(at));
+      }
       size_t room = capacity - produced;
       if (room > (uInt{1} << 30)) room = uInt{1} << 30;
       z_.next_out = out + produced;
       z_.avail_out = static_cast<uInt>(room);
+      if (!member_started_) member_offset_ = consumed_ - z_.avail_in;
       member_started_ = true;
       int ret = inflate(&z_, Z_NO_FLUSH);
       produced = static_cast<size_t>(z_.next_out - out);
@@ -44,7 +56,8 @@ class ZlibReader final : public GzipReader {
         inflateReset(&z_);
       } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
         throw Error(Errc::corrupt_data,
-                    name_ + ": corrupt gzip stream (" + (z_.msg ? z_.msg : "zlib error") + ")");
+                    name_ + ": corrupt gzip stream (" + (z_.msg ? z_.msg : "zlib error") +
+                        ", in the member at byte " + std::to_string(member_offset_) + ")");
       }
     }
     return produced;
@@ -53,6 +66,17 @@ class ZlibReader final : public GzipReader {
   uint64_t compressed_bytes() const override { return consumed_; }
 
  private:
+  // Whether the input from next_in to the end of the file is all zeros (reading it).
+  bool rest_is_zeros() {
+    for (;;) {
+      for (uInt i = 0; i < z_.avail_in; ++i)
+        if (z_.next_in[i] != 0) return false;
+      z_.avail_in = 0;
+      if (eof_) return true;
+      refill();
+    }
+  }
+
   void refill() {
     size_t n = read_some(fd_, in_.data(), in_.size(), name_);
     if (n == 0) eof_ = true;
@@ -67,6 +91,7 @@ class ZlibReader final : public GzipReader {
   z_stream z_{};
   bool eof_ = false, done_ = false, member_started_ = false;
   uint64_t members_ = 0, consumed_ = 0;
+  uint64_t member_offset_ = 0;  ///< file offset of the current member's first byte
 };
 
 }  // namespace

@@ -107,6 +107,8 @@ TEST_CASE("gzip backends give back the original bytes, one member or several") {
       {"three members", gzip_member(a) + gzip_member(b, 1) + gzip_member(a, 9), a + b + a},
       {"an empty member between two", gzip_member(b) + gzip_member(empty) + gzip_member(b), b + b},
       {"the sample day file", sample_day(), ""},
+      {"zeros after the last member (padding, as gzip(1) reads it)",
+       gzip_member(a) + gzip_member(b) + std::string(5000, '\0'), a + b},
   };
   for (const auto& c : cases) {
     for (const auto& backend : gzip_backends()) {
@@ -166,6 +168,11 @@ TEST_CASE("gzip backends reject damaged streams with an error naming the file") 
       Outcome o = read_all(backend, bytes);
       CHECK(o.threw);
       CHECK(o.message.find("day_0.gz: ") == 0);
+      if (name == "garbage after a member")
+        CHECK(o.message == "day_0.gz: data after the last gzip member, at byte " +
+                               std::to_string(gz.size() / 2));
+      if (name == "wrong CRC-32")
+        CHECK(o.message.find("in the member at byte 0") != std::string::npos);
     }
   }
 }

@@ -217,10 +217,16 @@ std::string describe_row_fault(const RowFault& fault) {
         std::snprintf(buf, sizeof buf, "0x%02x", c);
       const bool hex_in_i13 =
           fault.field == kFirstSparseField - 1 && std::isxdigit(c) && !std::isdigit(c);
+      // Two common wrong inputs, named: a file saved with a BOM, and CSV (DeepCTR's sample).
+      const char* hint = hex_in_i13                      ? no_label.c_str()
+                         : c == 0xef && fault.field == 0 ? "; a UTF-8 byte-order mark? (remove it)"
+                         : c == ','                      ? "; comma-separated? (Criteo rows are "
+                                                           "tab-separated)"
+                                                         : "";
       return where + ": invalid character " + buf +
              (fault.field < kFirstSparseField ? " (expected a decimal integer)"
                                               : " (expected hex digits)") +
-             (hex_in_i13 ? no_label : "");
+             hint;
     }
     case Problem::overlong:
       return where + ": field too long (at most " +

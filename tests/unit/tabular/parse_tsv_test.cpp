@@ -118,6 +118,10 @@ TEST_CASE("malformed rows are reported with the field and the problem") {
   CHECK(problem(make_row("0", {"12"}, {}).substr(0, 4) + "x").find(no_label) == std::string::npos);
   CHECK(problem("0\t1\t2").find(no_label) == std::string::npos);
   CHECK(problem(make_row("0", {"1\r2"}, {})).find("0x0d") != std::string::npos);
+  // A byte-order mark and comma-separated rows are named.
+  CHECK(problem("\xef\xbb\xbf" + make_row("0", {}, {})).find("byte-order mark") !=
+        std::string::npos);
+  CHECK(problem("0,1,2,3").find("comma-separated?") != std::string::npos);
   // Control bytes 0x10-0x19 in an 8-character field once passed the fast path as '0'-'9'
   // (found by fuzz_criteo_tsv): every non-hex byte at every position must be rejected.
   for (int pos = 0; pos < 8; ++pos)

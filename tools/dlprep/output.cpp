@@ -138,6 +138,15 @@ void print_note(const Globals& globals, std::string_view text) {
 }
 
 namespace {
+// The error of the first failed write to stdout, kept for close_stdout: errno is overwritten by
+// the calls that follow it.
+std::atomic<int> g_stdout_errno{0};
+
+void note_stdout_error() {
+  int expected = 0;
+  if (std::cout.fail()) g_stdout_errno.compare_exchange_strong(expected, errno ? errno : EIO);
+}
+
 std::atomic<bool> g_json_printed{false};
 // Held while a document goes to stdout, so that an interrupt's error document never lands in it.
 std::timed_mutex g_json_mutex;
@@ -161,8 +170,10 @@ void print_json(const Json& document) {
   Json escaped = document;
   escape_names(escaped);
   std::lock_guard lock(g_json_mutex);
+  errno = 0;
   std::cout << escaped.dump(2) << '\n';
   std::cout.flush();  // an interrupt exits without flushing
+  note_stdout_error();
   g_json_printed = true;
 }
 
@@ -210,7 +221,9 @@ void Table::print() const {
       if (!numeric[i]) line.append(pad, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
+    errno = 0;
     std::cout << line << '\n';
+    note_stdout_error();
   };
   emit(header_);
   for (const auto& row : rows_) emit(row);
@@ -399,7 +412,7 @@ bool close_stdout() {
   errno = 0;
   std::cout.flush();
   bool ok = !std::cout.fail();
-  int err = ok ? 0 : errno;
+  int err = ok ? 0 : g_stdout_errno ? g_stdout_errno.load() : errno;
   if (std::fflush(stdout) != 0) {
     ok = false;
     err = errno;

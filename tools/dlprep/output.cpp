@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -368,7 +369,15 @@ void install_interrupt_handler() {
     std::unique_lock lock(g_output_mutex);
     dlprep::remove_pending_temp_files();
     const int code = sig == SIGINT ? kExitInterrupted : 128 + sig;
-    report_interrupt(sig, code);
+    // The report can block (a stderr or stdout pipe that nobody reads): it gets a moment on a
+    // thread of its own, and the exit does not wait for it longer.
+    auto reported = std::make_shared<std::promise<void>>();
+    std::future<void> done = reported->get_future();
+    std::thread([sig, code, reported] {
+      report_interrupt(sig, code);
+      reported->set_value();
+    }).detach();
+    done.wait_for(std::chrono::milliseconds(500));
     ::_exit(code);
   }).detach();
 }
@@ -391,20 +400,21 @@ void report_interrupt(int sig, int code) {
   const std::string what = std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
                                                              : sig == SIGTERM ? "SIGTERM"
                                                                               : "SIGHUP");
-  print_error(command, what);
   // `dlprep --json … | jq`: one document on stdout, this one unless another was begun (a stdout
-  // that blocks is not waited for long).
-  if (!json || !g_json_mutex.try_lock_for(std::chrono::milliseconds(200))) return;
-  if (!g_json_printed) {
-    const std::string doc = Json{{"schema", "dlprep.error/1"},
-                                 {"command", command},
-                                 {"error", what},
-                                 {"exit_status", code}}
-                                .dump(2) +
-                            "\n";
-    std::cout.flush();
-    (void)!::write(STDOUT_FILENO, doc.data(), doc.size());
+  // that blocks is not waited for long). First: scripts read it, people read stderr.
+  if (json && g_json_mutex.try_lock_for(std::chrono::milliseconds(200))) {
+    if (!g_json_printed) {
+      const std::string doc = Json{{"schema", "dlprep.error/1"},
+                                   {"command", command},
+                                   {"error", what},
+                                   {"exit_status", code}}
+                                  .dump(2) +
+                              "\n";
+      std::cout.flush();
+      (void)!::write(STDOUT_FILENO, doc.data(), doc.size());
+    }
   }
+  print_error(command, what);
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -115,6 +116,22 @@ SavedVocab read_vocab_dir(const fs::path& where) {
   const std::vector<uint64_t> m = column_list("modulus", UINT32_MAX);
   const std::vector<uint64_t> cardinality = column_list("cardinality", UINT64_MAX);
   if (m.empty()) throw bad("no modulus list");
+  // Every row counts once in each column: the counts add up to the rows of the days the
+  // vocabulary covers. Arrays renamed into place while their vocab.json was not (a checkpoint
+  // interrupted in between) hold more, and would otherwise pass when no column gained a value.
+  std::optional<uint64_t> rows;
+  if (v.contains("days") && v["days"].is_array()) {
+    const json& days = v["days"];
+    const json done = v.value("days_done", json(days.size()));
+    if (!done.is_number_unsigned() || done.get<uint64_t>() > days.size())
+      throw bad("bad days_done");
+    rows = 0;
+    for (size_t d = 0; d < done.get<uint64_t>(); ++d) {
+      if (!days[d].is_object() || !days[d].value("rows", json()).is_number_unsigned())
+        throw bad("bad day rows");
+      *rows += days[d]["rows"].get<uint64_t>();
+    }
+  }
   SavedVocab saved;
   for (int j = 0; j < kNumSparse; ++j)
     saved.modulus[j] = static_cast<uint32_t>(m[j]);  // <= UINT32_MAX, checked above
@@ -131,6 +148,13 @@ SavedVocab read_vocab_dir(const fs::path& where) {
     std::vector<uint64_t> cc(counts.rows);
     std::memcpy(vv.data(), values.data.data(), vv.size() * 4);
     std::memcpy(cc.data(), counts.data.data(), cc.size() * 8);
+    uint64_t counted = 0;
+    for (uint64_t c : cc) counted += c;
+    if (rows && counted != *rows)
+      throw Error(Errc::corrupt_data, dir.string() + ": " + c + "'s counts add up to " +
+                                          std::to_string(counted) + " rows, vocab.json's days to " +
+                                          std::to_string(*rows) +
+                                          " (a checkpoint interrupted while it was written?)");
     saved.columns.emplace_back(saved.modulus[j]);
     try {
       saved.columns.back().assign(std::move(vv), std::move(cc));

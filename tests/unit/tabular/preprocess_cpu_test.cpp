@@ -806,6 +806,23 @@ TEST_CASE("stats.json carries the schema, rows, cardinalities and peak RSS") {
   CHECK(s.kept == s.cardinality);
 }
 
+TEST_CASE("a checkpoint whose arrays are newer than its vocab.json is not used") {
+  // A checkpoint interrupted between renaming its arrays and its vocab.json: the arrays hold
+  // day 1 too, vocab.json says day 0. Resuming from it would count day 1 twice.
+  fs::path dir = scratch("torn_checkpoint");
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "deepctr_200.tsv"};
+  PreprocessOptions o = base(days, dir / "out");
+  o.resume = true;
+  o.min_freq = 2;
+  const PreprocessStats clean = preprocess(o);
+  json v = json::parse(slurp(dir / "out" / "vocab" / "vocab.json"));
+  v["days_done"] = 1;
+  put(dir / "out" / "vocab" / "vocab.json", v.dump());
+  const PreprocessStats s = preprocess(o);
+  CHECK(s.days_resumed_in_pass1 == 0);
+  CHECK(s.num_embeddings == clean.num_embeddings);
+}
+
 TEST_CASE("a run interrupted in pass 1 or its single pass continues after the last checkpoint") {
   fs::path dir = scratch("resume_pass1");
   std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",

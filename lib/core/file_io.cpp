@@ -158,6 +158,19 @@ void unregister_pending(const std::string& path) {
 
 }  // namespace
 
+fs::path link_destination(const fs::path& p) {
+  fs::path at = p;
+  for (int hops = 0; hops < 40; ++hops) {  // the kernel's limit
+    struct stat st {};
+    std::error_code ec;
+    if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+    const fs::path to = fs::read_symlink(at, ec);
+    if (ec) return at;
+    at = (to.is_absolute() ? to : at.parent_path() / to).lexically_normal();
+  }
+  return at;
+}
+
 MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
   if (path == "-") {
     owned_ = read_fd(STDIN_FILENO, "<stdin>", check_head);
@@ -263,9 +276,7 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
       return;
     }
     // A link to the real output: that file is replaced, the link stays.
-    std::error_code ec;
-    final_ = fs::weakly_canonical(fs::absolute(target), ec);
-    if (ec) final_ = target;
+    final_ = link_destination(target);
   }
   if (::stat(final_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     // A device or FIFO (/dev/null, a named pipe): written in place, since renaming a temp file
@@ -306,11 +317,7 @@ void AtomicFile::open_temp() {
 AtomicFile::AtomicFile(const fs::path& target, const fs::path& kept, uint64_t bytes)
     : target_(target), final_(target), temp_(kept.string()), kept_(true) {
   struct stat st {};
-  if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    std::error_code ec;
-    final_ = fs::weakly_canonical(fs::absolute(target), ec);
-    if (ec) final_ = target;
-  }
+  final_ = link_destination(target);
   std::error_code ec;
   const fs::path dir = final_.parent_path().empty() ? fs::path(".") : final_.parent_path();
   if (temp_file_target(kept.filename().string()) != final_.filename().string() ||

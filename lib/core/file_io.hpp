@@ -103,6 +103,8 @@ class AtomicFile {
   void keep();
   /// The temporary file; empty for a device or FIFO (written in place) and after commit().
   const std::string& temp_path() const { return temp_; }
+  /// What commit() renames the temp file to: the target, or the file a link target names.
+  const std::filesystem::path& final_path() const { return final_; }
 
  private:
   void open_temp();
@@ -117,6 +119,10 @@ class AtomicFile {
   uint64_t matched_ = 0;                  // bytes written, equal to the start of existing_
   bool kept_ = false;                     // keep(): the temp file outlives the object
 };
+
+/// The file a chain of symbolic links names (also one not there yet: what writing through the
+/// link creates), or `path` itself when it is no link.
+std::filesystem::path link_destination(const std::filesystem::path& path);
 
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);

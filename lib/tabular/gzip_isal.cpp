@@ -108,7 +108,10 @@ class IsalReader final : public GzipReader {
     if (flg < window || flg >= consumed_) return;  // not read yet (or never: a short file)
     flags_checked_ = true;
     if ((state_.next_in[flg - window] & 0xE0) != 0)
-      throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (reserved header flags set)");
+      throw Error(Errc::corrupt_data, name_ +
+                                          ": corrupt gzip stream (reserved header flags set, "
+                                          "in the member at byte " +
+                                          std::to_string(member_offset_) + ")");
   }
 
   // Whether the input from next_in to the end of the file is all zeros (reading it).

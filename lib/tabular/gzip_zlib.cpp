@@ -55,9 +55,15 @@ class ZlibReader final : public GzipReader {
         member_started_ = false;
         inflateReset(&z_);
       } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
-        throw Error(Errc::corrupt_data,
-                    name_ + ": corrupt gzip stream (" + (z_.msg ? z_.msg : "zlib error") +
-                        ", in the member at byte " + std::to_string(member_offset_) + ")");
+        // In ISA-L's words where the two name the same fault (gzip_isal.cpp).
+        const std::string msg = z_.msg ? z_.msg : "zlib error";
+        const std::string problem =
+            msg == "incorrect data check"       ? "CRC-32 mismatch: the data are damaged"
+            : msg == "unknown header flags set" ? "reserved header flags set"
+                                                : msg;
+        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (" + problem +
+                                            ", in the member at byte " +
+                                            std::to_string(member_offset_) + ")");
       }
     }
     return produced;

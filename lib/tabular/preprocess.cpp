@@ -76,15 +76,17 @@ std::string input_format_name(InputFormat f) {
   return "auto";
 }
 
-// Whether `path` is `dir` or below it, links resolved (neither need exist).
+// Whether `path` is `dir` or below it, links resolved (neither need exist; a link to a file not
+// there yet counts where the file would be).
 bool is_within(const fs::path& path, const fs::path& dir) {
   std::error_code ec;
-  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  const fs::path p = fs::weakly_canonical(fs::absolute(link_destination(path)), ec);
   const fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
-  auto pi = p.begin();
-  for (auto di = d.begin(); di != d.end(); ++di, ++pi) {
-    if (di->empty()) continue;  // the trailing "" of "dir/"
-    if (pi == p.end() || *pi != *di) return false;
+  auto at = p.begin();
+  for (const fs::path& part : d) {
+    if (part.empty()) continue;  // the "" of a trailing '/'
+    if (at == p.end() || *at != part) return false;
+    ++at;
   }
   return true;
 }
@@ -179,14 +181,15 @@ void Run::validate() {
     std::error_code ec;
     if (fs::is_directory(*o_.emit_binary, ec))
       throw Error(Errc::invalid_argument, file + " is a directory: name the file to write");
-    // The run writes, replaces and removes files in OUTDIR (a day file could be FILE's name).
-    if (is_within(*o_.emit_binary, o_.out_dir))
-      throw Error(Errc::invalid_argument,
-                  file + " is inside the output directory " + o_.out_dir.string() +
-                      ", whose files the run writes and removes: write it elsewhere");
-    if (o_.vocab_from && is_within(*o_.emit_binary, *o_.vocab_from))
-      throw Error(Errc::invalid_argument, file + " is inside the --vocab-from directory " +
-                                              o_.vocab_from->string() + ": write it elsewhere");
+    if (o_.vocab_from) {
+      // The vocabulary's run directory, whose day files FILE could replace.
+      const fs::path vocab = vocab_json_of(*o_.vocab_from).parent_path();
+      const fs::path run = vocab.filename() == "vocab" ? vocab.parent_path() : vocab;
+      if (is_within(*o_.emit_binary, run))
+        throw Error(Errc::invalid_argument, file + " is inside " + run.string() +
+                                                ", the --vocab-from run's directory: write it "
+                                                "elsewhere");
+    }
   }
   if (o_.warning) {
     if (const std::string w = day_order_problem(o_.inputs); !w.empty()) o_.warning(w);
@@ -251,6 +254,14 @@ PreprocessStats Run::execute() {
   }
   out_dir_.emplace(o_.out_dir);
   out_lock_.emplace(o_.out_dir);
+  // The run writes, replaces and removes files in OUTDIR (a day file could be FILE's name).
+  // Checked once OUTDIR exists, so that a link to it resolves.
+  if (o_.emit_binary && is_within(*o_.emit_binary, o_.out_dir))
+    throw Error(Errc::invalid_argument, "--emit-binary " + o_.emit_binary->string() +
+                                            " is inside the output directory " +
+                                            o_.out_dir.string() +
+                                            ", whose files the run writes and removes: write it "
+                                            "elsewhere");
   // What a killed run (SIGKILL) left under temporary names: the lock says no live run owns it.
   remove_dead_temp_files(o_.out_dir);
   std::error_code dir_ec;

@@ -84,7 +84,7 @@ class Run {
   void emit_rows(const void* rows, uint64_t count);
   /// What a checkpoint records of --emit-binary's FILE: the temp file kept for a rerun to continue
   /// while it is written, FILE's identity once it is complete.
-  json emit_record();
+  json emit_record() const;
   void load_vocab_from(const fs::path& dir);
   void preload();
   /// The reader of day `day`: its preloaded memory, its decode cache (`cached`) or its file.

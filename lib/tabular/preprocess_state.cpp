@@ -193,6 +193,9 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs
   if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
   if (o_.emit_binary) fields["emit"] = emit_record();
   write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
+  // Kept from now on, for a rerun to continue: the checkpoint names it. (Before it, an interrupt
+  // would leave a temp file that nothing names.)
+  if (emit_) emit_->keep();
 }
 
 size_t Run::try_resume_vocab(const json& pass1_fp) {
@@ -222,30 +225,32 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
 
 size_t Run::open_emit(size_t done) {
   const fs::path& file = *o_.emit_binary;
-  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const json& saved = resumed_emit_;
+  size_t resumed = 0;
   try {
     if (done == o_.inputs.size() && saved.contains("file") && saved["file"] == file_identity(file))
       return done;  // FILE is as that run wrote it
-    if (done > 0 && done < o_.inputs.size() &&
-        saved.value("target", "") == absolute_name(*o_.emit_binary) && saved.contains("temp") &&
-        saved.contains("bytes")) {
-      const fs::path temp = dir / saved["temp"].get<std::string>();
-      emit_.emplace(file, temp, saved["bytes"].get<uint64_t>());
-      emit_bytes_ = saved["bytes"].get<uint64_t>();
-      remove_dead_temp_files(dir, file.filename().string(), temp);
-      return done;
+    if (done > 0 && done < o_.inputs.size() && saved.value("target", "") == absolute_name(file) &&
+        saved.contains("temp") && saved.contains("bytes")) {
+      const uint64_t bytes = saved["bytes"].get<uint64_t>();
+      emit_.emplace(file, fs::path(saved["temp"].get<std::string>()), bytes);
+      emit_bytes_ = bytes;
+      resumed = done;
     }
   } catch (const Error&) {  // FILE, or the temp file, gone or changed: written again
   } catch (const json::exception&) {
   }
-  emit_.reset();
-  remove_dead_temp_files(dir, file.filename().string());
-  emit_.emplace(file);
-  const std::string h = binary_header();
-  emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
-  emit_bytes_ = h.size();
-  return 0;
+  if (!emit_) {
+    emit_.emplace(file);
+    const std::string h = binary_header();
+    emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+    emit_bytes_ = h.size();
+  }
+  // The temp files of FILE that killed runs left, next to the file a link names.
+  const fs::path& target = emit_->final_path();
+  remove_dead_temp_files(target.parent_path().empty() ? fs::path(".") : target.parent_path(),
+                         target.filename().string(), emit_->temp_path());
+  return resumed;
 }
 
 void Run::emit_rows(const void* rows, uint64_t count) {
@@ -253,16 +258,15 @@ void Run::emit_rows(const void* rows, uint64_t count) {
   emit_bytes_ += count * kBinaryRowBytes;
 }
 
-json Run::emit_record() {
+json Run::emit_record() const {
   if (!emit_) {
     std::error_code ec;
     return fs::is_regular_file(*o_.emit_binary, ec) ? json{{"file", file_identity(*o_.emit_binary)}}
                                                     : json();
   }
   if (emit_->temp_path().empty()) return json();  // a device or FIFO: nothing to continue
-  emit_->keep();
   return {{"target", absolute_name(*o_.emit_binary)},
-          {"temp", escape_invalid_utf8(fs::path(emit_->temp_path()).filename().string())},
+          {"temp", absolute_name(emit_->temp_path())},
           {"bytes", emit_bytes_}};
 }
 

@@ -926,6 +926,26 @@ TEST_CASE("--emit-binary's FILE continues after the last checkpoint, and is kept
     CHECK_FALSE(s.vocab_reused);
     CHECK(slurp(*o.emit_binary) == rows);
   }
+  // FILE a link into another directory: its temp file is next to the file the link names, and
+  // the rerun finds it there.
+  {
+    fs::create_directories(dir / "real");
+    fs::create_symlink(dir / "real" / "rows.bin", dir / "link.bin");
+    PreprocessOptions o = base(days, dir / "linked");
+    o.emit_binary = dir / "link.bin";
+    o.resume = true;
+    o.checkpoint_seconds = 0;
+    o.progress = [&](const ProgressEvent& e) {
+      if (e.item == days[2].string()) throw Error(Errc::interrupted, "stop");
+    };
+    CHECK_THROWS_AS(preprocess(o), Error);
+    o.progress = nullptr;
+    CHECK(preprocess(o).days_resumed_in_pass1 == 2);
+    CHECK(slurp(dir / "real" / "rows.bin") == rows);
+    CHECK(fs::is_symlink(dir / "link.bin"));
+    for (const auto& e : fs::directory_iterator(dir / "real"))
+      CHECK_FALSE(is_temp_file_name(e.path().filename()));
+  }
   // A kept temp file that is gone: the rerun starts FILE again rather than fail.
   PreprocessOptions o = base(days, dir / "gone");
   o.emit_binary = dir / "gone.bin";

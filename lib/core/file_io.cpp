@@ -134,8 +134,13 @@ void remove_empty_tree(const fs::path& dir) noexcept {
   if (fs::is_empty(dir, ec) && !ec) fs::remove(dir, ec);
 }
 
-// The NAME of an AtomicFile's temp file ".NAME.tmp.XXXXXX" (mkstemp's six letters and digits);
-// empty for any other file name.
+// NAME as its temp file's name holds it: cut so that ".NAME.tmp.XXXXXX" stays within NAME_MAX
+// (255 bytes), where NAME itself may use all of it.
+constexpr size_t kMaxTempStem = 255 - std::string_view("..tmp.XXXXXX").size();
+std::string temp_stem(const std::string& name) { return name.substr(0, kMaxTempStem); }
+
+// The NAME of an AtomicFile's temp file ".NAME.tmp.XXXXXX" (mkstemp's six letters and digits;
+// NAME as temp_stem cut it); empty for any other file name.
 std::string temp_file_target(const std::string& file) {
   constexpr std::string_view kTmp = ".tmp.";
   constexpr size_t kSuffix = 6;
@@ -303,7 +308,7 @@ void AtomicFile::open_temp() {
     if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
   }
   std::string pattern = (dir.empty() ? fs::path(".") : dir).string() + "/." +
-                        final_.filename().string() + ".tmp.XXXXXX";
+                        temp_stem(final_.filename().string()) + ".tmp.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   std::lock_guard lock(g_pending_mutex);
@@ -320,7 +325,7 @@ AtomicFile::AtomicFile(const fs::path& target, const fs::path& kept, uint64_t by
   final_ = link_destination(target);
   std::error_code ec;
   const fs::path dir = final_.parent_path().empty() ? fs::path(".") : final_.parent_path();
-  if (temp_file_target(kept.filename().string()) != final_.filename().string() ||
+  if (temp_file_target(kept.filename().string()) != temp_stem(final_.filename().string()) ||
       !fs::equivalent(kept.parent_path().empty() ? fs::path(".") : kept.parent_path(), dir, ec))
     throw Error(Errc::io, kept.string() + ": not a temporary file of " + target.string());
   fd_ = ::open(kept.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -500,6 +505,10 @@ DirectoryLock::~DirectoryLock() {
 
 bool is_temp_file_name(const std::string& file) { return !temp_file_target(file).empty(); }
 
+std::string temp_file_name(const std::string& name, const std::string& suffix) {
+  return "." + temp_stem(name) + ".tmp." + suffix;
+}
+
 uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name,
                                 const fs::path& except) {
   uint64_t removed = 0;
@@ -507,7 +516,7 @@ uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name,
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string target = temp_file_target(it->path().filename().string());
     std::error_code type_ec;
-    if (target.empty() || (!name.empty() && target != name) ||
+    if (target.empty() || (!name.empty() && target != temp_stem(name)) ||
         (!except.empty() && it->path().filename() == except.filename()) ||
         it->symlink_status(type_ec).type() != fs::file_type::regular)
       continue;

@@ -189,6 +189,9 @@ uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::str
 
 /// Whether `file` (a name) is an AtomicFile's temporary file, ".NAME.tmp.XXXXXX".
 bool is_temp_file_name(const std::string& file);
+/// The temporary name ".NAME.tmp.SUFFIX" (SUFFIX: six letters or digits) of a file NAME, with
+/// NAME cut where the whole would pass 255 bytes: what is_temp_file_name recognises.
+std::string temp_file_name(const std::string& name, const std::string& suffix);
 
 /// Unlinks every temp file of a live AtomicFile, removes every live TempDirectory and the empty
 /// directories of every live OutputDirectory, and keeps new temp files from being created: call it

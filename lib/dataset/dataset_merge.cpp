@@ -86,10 +86,8 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   fs::create_directories(to.parent_path(), ec);
   if (ec)
     throw Error(Errc::io, to.parent_path().string() + ": cannot create directory: " + ec.message());
-  std::string temp_name = to.filename().string();
-  temp_name.insert(0, 1, '.');
-  temp_name += ".tmp.linked";  // an AtomicFile temp name (6 letters): found after a SIGKILL
-  fs::path temp = to.parent_path() / temp_name;
+  // An AtomicFile temp name: found after a SIGKILL.
+  fs::path temp = to.parent_path() / temp_file_name(to.filename().string(), "linked");
   ::unlink(temp.c_str());
   if (::link(from.c_str(), temp.c_str()) == 0) {
     if (::rename(temp.c_str(), to.c_str()) != 0) {

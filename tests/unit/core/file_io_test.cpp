@@ -247,6 +247,21 @@ TEST_CASE("DirectoryLock lets one run at a time write into a directory") {
   CHECK_THROWS_AS(DirectoryLock(dir / "missing"), Error);
 }
 
+TEST_CASE("a file whose name uses all of NAME_MAX is written through a temp file that fits") {
+  fs::path dir = scratch("long-name");
+  const std::string name(255, 'n');  // ".NAME.tmp.XXXXXX" would be 267 bytes
+  const Bytes data = {'d', 'a', 't', 'a'};
+  write_file_atomic(dir / name, data);
+  CHECK(fs::file_size(dir / name) == 4);
+  AtomicFile kept(dir / name);
+  kept.write(data);
+  kept.keep();
+  const std::string temp = kept.temp_path();
+  CHECK(is_temp_file_name(fs::path(temp).filename()));
+  CHECK(remove_dead_temp_files(dir, name, temp) == 0);  // the one continued
+  CHECK(remove_dead_temp_files(dir, name) == 1);
+}
+
 TEST_CASE("remove_dead_temp_files removes what killed AtomicFiles left, and nothing else") {
   fs::path dir = scratch("dead-temps");
   fs::create_directories(dir / "sub");

@@ -52,12 +52,6 @@ namespace {
 // Largest decode cache --decode-cache auto uses (see Run::execute for the measurement behind it).
 constexpr uint64_t kAutoCacheMaxBytes = uint64_t{1} << 30;
 
-// "N MiB", or "N bytes" below a MiB (--max-memory 1K is no "0 MiB").
-std::string memory_text(uint64_t bytes) {
-  return bytes < (1u << 20) ? std::to_string(bytes) + " bytes"
-                            : std::to_string(bytes >> 20) + " MiB";
-}
-
 uint64_t peak_rss_bytes() {
   struct rusage ru {};
   ::getrusage(RUSAGE_SELF, &ru);
@@ -244,8 +238,12 @@ PreprocessStats Run::execute() {
   }
   if (o_.max_memory_bytes) {
     uint64_t need = static_cast<uint64_t>(chunk_bytes_) * 3;
-    for (uint32_t m : modulus_)
-      if (m && m <= kFlatMaxModulus) need += uint64_t{m} * 4;
+    if (o_.vocab_from) {
+      need += vocab_dir_bytes(*o_.vocab_from);  // its tables, as vocab.json's cardinalities say
+    } else {
+      for (uint32_t m : modulus_)
+        if (m && m <= kFlatMaxModulus) need += uint64_t{m} * 4;
+    }
     if (o_.preload_inputs) need += total_input_bytes_;
     if (need > o_.max_memory_bytes)
       throw Error(Errc::limit_exceeded,
@@ -343,7 +341,7 @@ PreprocessStats Run::execute() {
     // From scratch, or after the days of a partial checkpoint (their pass 2 reads the inputs).
     if (done == 0) {
       vocab_.clear();
-      for (int j = 0; j < kNumSparse; ++j) vocab_.emplace_back(modulus_[j]);
+      for (int j = 0; j < kNumSparse; ++j) vocab_.emplace_back(modulus_[j], &guard_);
     }
     stats_.days_resumed_in_pass1 = done;
     for (size_t d = 0; d < done; ++d) done_bytes_ += stats_.days[d].input_bytes;

@@ -40,6 +40,7 @@ void Run::pass1(bool build_vocab, size_t first_day) {
   setup.want_rows = emit_.has_value() || (use_cache_ && !build_vocab);
   setup.index_rows = use_cache_ && build_vocab;
   setup.keep_rows = keep_rows_;
+  guard_.set_stage("pass 1");
   backend_->begin_pass1(setup, vocab_);
   cache_has_indices_ = build_vocab;
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
@@ -248,6 +249,7 @@ void Run::single_pass(size_t first_day) {
   setup.want_rows = emit_.has_value();
   setup.id_base = static_cast<int32_t>(o_.id_base);
   setup.transform = pass2_setup();
+  guard_.set_stage("single pass");
   backend_->begin_pass1(setup, vocab_);
   const bool discard = o_.discard_outputs;
   for (size_t day = 0; day < first_day; ++day) stats_.days[day].skipped = true;
@@ -355,6 +357,7 @@ void Run::publish(std::vector<std::unique_ptr<DayWriter>>& finished) {
 }
 
 void Run::finalize_vocab() {
+  guard_.set_stage("finalizing the vocabulary");
   for (int j = 0; j < kNumSparse; ++j) {
     stats_.cardinality[j] = vocab_[j].size();
     int64_t kept = 0;

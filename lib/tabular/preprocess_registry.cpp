@@ -96,9 +96,10 @@ class PreprocessBackendCuda final : public PreprocessBackend {
     std::array<std::vector<uint64_t>, kNumSparse> counts;
     impl_.read_vocab(values, counts);
     std::vector<ColumnVocab>& vocab = *vocab_;
+    MemoryGuard* guard = vocab.empty() ? nullptr : vocab.front().guard();
     vocab.clear();
     for (int j = 0; j < kNumSparse; ++j) {
-      vocab.emplace_back(modulus_[j]);
+      vocab.emplace_back(modulus_[j], guard);
       vocab.back().assign(std::move(values[j]), std::move(counts[j]));
     }
   }

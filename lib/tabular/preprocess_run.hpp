@@ -23,6 +23,7 @@
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/host_buffer.hpp"
 #include "tabular/input_reader.hpp"
+#include "tabular/memory_guard.hpp"
 #include "tabular/parse_tsv.hpp"
 #include "tabular/preprocess_backend.hpp"
 #include "tabular/vocab.hpp"
@@ -62,7 +63,7 @@ class Run {
  public:
   /// `backend`: the Preprocessor's, made here when empty and dropped when the run fails.
   Run(const PreprocessOptions& o, std::unique_ptr<PreprocessBackend>& backend)
-      : o_(o), backend_(backend) {}
+      : o_(o), guard_(o.max_memory_bytes), backend_(backend) {}
   ~Run() {
     if (!finished_) backend_.reset();  // first: it may still be copying from the buffers below
     for (int fd : cache_fds_)
@@ -161,6 +162,7 @@ class Run {
   size_t chunk_bytes_ = 0;
   std::vector<FileKind> kinds_;
   std::array<uint32_t, kNumSparse> modulus_{};
+  MemoryGuard guard_;  // before vocab_, whose columns announce their growth to it
   std::vector<ColumnVocab> vocab_;
   PreprocessStats stats_;
   uint64_t total_input_bytes_ = 0, done_bytes_ = 0;

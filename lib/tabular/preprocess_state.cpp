@@ -271,7 +271,8 @@ json Run::emit_record() const {
 }
 
 void Run::load_vocab_from(const fs::path& where) {
-  SavedVocab saved = read_vocab_dir(where);
+  guard_.set_stage("reading the vocabulary");
+  SavedVocab saved = read_vocab_dir(where, &guard_);
   for (int j = 0; j < kNumSparse; ++j)
     if (o_.vocab_from && o_.modulus[j] != 0 && o_.modulus[j] != saved.modulus[j])
       throw Error(Errc::invalid_argument,

@@ -1,6 +1,9 @@
 #include "tabular/vocab.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -12,32 +15,80 @@ inline uint64_t hash_bits(uint32_t key, uint32_t shift) {
   return (uint64_t{key} * 0x9E3779B97F4A7C15ull) >> shift;
 }
 
-constexpr uint32_t kInitialHashBits = 12;
+constexpr size_t kInitialHashSlots = size_t{1} << 12;
+constexpr size_t kMinListCapacity = 1024;
+// values_ (4 bytes) and counts_ (8 bytes) of each value.
+constexpr uint64_t kListBytes = 12;
+
+// The slots of a table holding `values` at most half full.
+size_t hash_slots_for(uint64_t values) {
+  size_t slots = kInitialHashSlots;
+  while (slots < 2 * values) slots *= 2;
+  return slots;
+}
 
 }  // namespace
 
-ColumnVocab::ColumnVocab(uint32_t modulus) {
+ColumnVocab::ColumnVocab(uint32_t modulus, MemoryGuard* guard) : guard_(guard) {
   flat_ = modulus != 0 && modulus <= kFlatMaxModulus;
-  if (flat_) {
-    slot_.assign(modulus, -1);
-  } else {
-    table_.assign(size_t{1} << kInitialHashBits, Entry{0, -1});
-    shift_ = 64 - kInitialHashBits;
-  }
+  if (flat_)
+    slot_.assign(modulus, -1);  // in the run's estimate before it starts
+  else
+    hash_resize(kInitialHashSlots);
 }
 
-void ColumnVocab::hash_grow() {
+uint64_t ColumnVocab::bytes_for(uint32_t modulus, uint64_t values) {
+  const bool flat = modulus != 0 && modulus <= kFlatMaxModulus;
+  const uint64_t table = flat ? uint64_t{modulus} * 4 : hash_slots_for(values) * sizeof(Entry);
+  return table + values * (kListBytes + 4);  // + 4: the IDs of finalize()
+}
+
+// A new table of `slots` (a power of two), filled from the old one: both exist meanwhile.
+void ColumnVocab::hash_resize(size_t slots) {
+  const uint64_t bytes = slots * sizeof(Entry);
+  if (guard_)
+    guard_->reserve(bytes, "a vocabulary table growing to " + std::to_string(slots) + " slots");
   std::vector<Entry> old;
   old.swap(table_);
-  table_.assign(old.size() * 2, Entry{0, -1});
-  --shift_;
-  size_t mask = table_.size() - 1;
+  table_.assign(slots, Entry{0, -1});
+  shift_ = 64 - static_cast<uint32_t>(std::countr_zero(slots));
+  const size_t mask = slots - 1;
   for (const Entry& e : old) {
     if (e.index < 0) continue;
     size_t i = hash_bits(e.key, shift_);
     while (table_[i].index >= 0) i = (i + 1) & mask;
     table_[i] = e;
   }
+  if (guard_) guard_->release(bytes);  // written: resident now
+}
+
+// The lists double, announced whole; the copy is resident at once, the rest once add() fills it
+// (settle_lists()).
+void ColumnVocab::grow_lists() {
+  settle_lists();
+  const size_t size = values_.size();
+  const size_t capacity = std::max(kMinListCapacity, size * 2);
+  if (guard_)
+    guard_->reserve(capacity * kListBytes,
+                    "a vocabulary list growing to " + std::to_string(capacity) + " values");
+  values_.reserve(capacity);
+  counts_.reserve(capacity);
+  if (guard_) guard_->release(size * kListBytes);
+  announced_to_ = capacity;
+  settled_to_ = size;
+}
+
+void ColumnVocab::settle_lists() {
+  const size_t filled = std::min(values_.size(), announced_to_);
+  if (filled <= settled_to_) return;
+  if (guard_) guard_->release((filled - settled_to_) * kListBytes);
+  settled_to_ = filled;
+}
+
+void ColumnVocab::append(uint32_t value) {
+  if (values_.size() == values_.capacity()) grow_lists();
+  values_.push_back(value);
+  counts_.push_back(0);
 }
 
 int32_t ColumnVocab::hash_insert(uint32_t value) {
@@ -53,9 +104,8 @@ int32_t ColumnVocab::hash_insert(uint32_t value) {
     throw Error(Errc::limit_exceeded, "more than 2^31 distinct values in one column");
   auto index = static_cast<int32_t>(values_.size());
   table_[i] = Entry{value, index};
-  values_.push_back(value);
-  counts_.push_back(0);
-  if (values_.size() * 2 > table_.size()) hash_grow();
+  append(value);
+  if (values_.size() * 2 > table_.size()) hash_resize(table_.size() * 2);
   return index;
 }
 
@@ -79,44 +129,59 @@ void ColumnVocab::add(const uint32_t* values, size_t n, uint32_t* slots) {
       if (s < 0) {
         s = static_cast<int32_t>(values_.size());
         slot[v] = s;
-        values_.push_back(v);
-        counts_.push_back(0);
+        append(v);
       }
       ++counts_[static_cast<size_t>(s)];
       if (slots) slots[i] = static_cast<uint32_t>(s);
     }
-    return;
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      int32_t s = hash_insert(values[i]);
+      ++counts_[static_cast<size_t>(s)];
+      if (slots) slots[i] = static_cast<uint32_t>(s);
+    }
   }
-  for (size_t i = 0; i < n; ++i) {
-    int32_t s = hash_insert(values[i]);
-    ++counts_[static_cast<size_t>(s)];
-    if (slots) slots[i] = static_cast<uint32_t>(s);
-  }
+  settle_lists();
 }
 
 void ColumnVocab::assign(std::vector<uint32_t> values, std::vector<uint64_t> counts) {
   if (values.size() != counts.size())
     throw Error(Errc::corrupt_data, "vocabulary values and counts differ in length");
-  uint32_t modulus = static_cast<uint32_t>(slot_.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    uint32_t v = values[i];
-    if (flat_) {
+  if (!values_.empty()) throw Error(Errc::internal, "ColumnVocab::assign on a used vocabulary");
+  if (values.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw Error(Errc::limit_exceeded, "more than 2^31 distinct values in one column");
+  if (flat_) {
+    const auto modulus = static_cast<uint32_t>(slot_.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t v = values[i];
       if (v >= modulus || slot_[v] >= 0)
         throw Error(Errc::corrupt_data, "vocabulary value out of range or repeated");
       slot_[v] = static_cast<int32_t>(i);
-      values_.push_back(v);
-      counts_.push_back(counts[i]);
-    } else {
-      size_t before = values_.size();
-      int32_t index = hash_insert(v);
-      if (values_.size() == before || index != static_cast<int32_t>(i))
-        throw Error(Errc::corrupt_data, "vocabulary value repeated");
-      counts_[static_cast<size_t>(index)] = counts[i];
+    }
+  } else {
+    // The table at its final size at once: no growth, and no copy of the lists.
+    if (hash_slots_for(values.size()) > table_.size()) hash_resize(hash_slots_for(values.size()));
+    const size_t mask = table_.size() - 1;
+    for (size_t n = 0; n < values.size(); ++n) {
+      size_t i = hash_bits(values[n], shift_);
+      while (table_[i].index >= 0) {
+        if (table_[i].key == values[n])
+          throw Error(Errc::corrupt_data, "vocabulary value repeated");
+        i = (i + 1) & mask;
+      }
+      table_[i] = Entry{values[n], static_cast<int32_t>(n)};
     }
   }
+  values_ = std::move(values);
+  counts_ = std::move(counts);
+  announced_to_ = settled_to_ = values_.size();  // resident already
 }
 
 size_t ColumnVocab::finalize(uint64_t min_freq, int64_t id_base, int32_t oov_id) {
+  const uint64_t id_bytes = values_.size() * sizeof(int32_t);
+  if (guard_)
+    guard_->reserve(id_bytes,
+                    "the IDs of a vocabulary of " + std::to_string(values_.size()) + " values");
   // First-appearance index -> final ID.
   std::vector<int32_t> id(values_.size());
   int64_t next = id_base;
@@ -131,12 +196,13 @@ size_t ColumnVocab::finalize(uint64_t min_freq, int64_t id_base, int32_t oov_id)
     }
   }
   oov_ = oov_id;
-  ids_ = id;
+  ids_ = std::move(id);
+  if (guard_) guard_->release(id_bytes);
   if (flat_) {
-    for (int32_t& s : slot_) s = s < 0 ? oov_id : id[static_cast<size_t>(s)];
+    for (int32_t& s : slot_) s = s < 0 ? oov_id : ids_[static_cast<size_t>(s)];
   } else {
     for (Entry& e : table_)
-      if (e.index >= 0) e.index = id[static_cast<size_t>(e.index)];
+      if (e.index >= 0) e.index = ids_[static_cast<size_t>(e.index)];
   }
   final_ = true;
   return static_cast<size_t>(next - id_base);

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tabular/memory_guard.hpp"
+
 namespace dlprep::tabular {
 
 /// Largest modulus given a flat table: 4 Mi entries x 4 bytes = 16 MiB per column, 416 MiB for
@@ -17,8 +19,12 @@ inline constexpr uint32_t kFlatMaxModulus = uint32_t{1} << 22;
 
 class ColumnVocab {
  public:
-  /// modulus 0: values are full 32-bit (hash table).
-  explicit ColumnVocab(uint32_t modulus = 0);
+  /// modulus 0: values are full 32-bit (hash table). With a guard, every growth of the table and
+  /// lists is announced to it first (and refused there when it would pass --max-memory).
+  explicit ColumnVocab(uint32_t modulus = 0, MemoryGuard* guard = nullptr);
+
+  /// About the bytes a column of `values` values takes once finalized (table, lists, IDs).
+  static uint64_t bytes_for(uint32_t modulus, uint64_t values);
 
   /// Pass 1: counts each value, appending unseen ones to the first-appearance list. The values
   /// must already be reduced by the modulus.
@@ -52,11 +58,21 @@ class ColumnVocab {
   int32_t oov_id() const { return oov_; }
 
   bool flat() const { return flat_; }
+  MemoryGuard* guard() const { return guard_; }
 
  private:
   int32_t hash_insert(uint32_t value);  // returns the first-appearance index
   int32_t hash_lookup(uint32_t value) const;
-  void hash_grow();
+  void hash_resize(size_t slots);
+  void append(uint32_t value);
+  void grow_lists();
+  void settle_lists();
+
+  MemoryGuard* guard_ = nullptr;
+  // The lists' capacity announced to the guard, and how much of it is filled (resident) and taken
+  // back: announced, unfilled capacity is not resident yet, and the guard must still count it.
+  size_t announced_to_ = 0;
+  size_t settled_to_ = 0;
 
   bool flat_ = false;
   bool final_ = false;

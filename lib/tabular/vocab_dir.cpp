@@ -89,10 +89,14 @@ std::vector<fs::path> remove_vocab_dir(const fs::path& dir) {
   return removed;
 }
 
-SavedVocab read_vocab_dir(const fs::path& where) {
-  const fs::path vocab_json = vocab_json_of(where);
-  const fs::path dir = vocab_json.parent_path();
-  const json v = read_json_file(vocab_json);
+namespace {
+
+// vocab.json's lists of a vocabulary: each column's modulus, and its cardinality (empty when
+// absent). Throws Error(corrupt_data) naming the file.
+struct VocabShape {
+  std::vector<uint64_t> modulus, cardinality;
+};
+VocabShape read_vocab_shape(const json& v, const fs::path& vocab_json) {
   auto bad = [&](const std::string& what) {
     return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
   };
@@ -113,9 +117,35 @@ SavedVocab read_vocab_dir(const fs::path& where) {
   };
   if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
     throw bad("not a dlprep vocabulary");
-  const std::vector<uint64_t> m = column_list("modulus", UINT32_MAX);
-  const std::vector<uint64_t> cardinality = column_list("cardinality", UINT64_MAX);
-  if (m.empty()) throw bad("no modulus list");
+  VocabShape shape{column_list("modulus", UINT32_MAX), column_list("cardinality", UINT64_MAX)};
+  if (shape.modulus.empty()) throw bad("no modulus list");
+  return shape;
+}
+
+uint64_t shape_bytes(const VocabShape& shape) {
+  uint64_t bytes = 0;
+  for (size_t j = 0; j < shape.cardinality.size(); ++j)
+    bytes += ColumnVocab::bytes_for(static_cast<uint32_t>(shape.modulus[j]), shape.cardinality[j]);
+  return bytes;
+}
+
+}  // namespace
+
+uint64_t vocab_dir_bytes(const fs::path& where) {
+  const fs::path vocab_json = vocab_json_of(where);
+  return shape_bytes(read_vocab_shape(read_json_file(vocab_json), vocab_json));
+}
+
+SavedVocab read_vocab_dir(const fs::path& where, MemoryGuard* guard) {
+  const fs::path vocab_json = vocab_json_of(where);
+  const fs::path dir = vocab_json.parent_path();
+  const json v = read_json_file(vocab_json);
+  auto bad = [&](const std::string& what) {
+    return Error(Errc::corrupt_data, vocab_json.string() + ": " + what);
+  };
+  const VocabShape shape = read_vocab_shape(v, vocab_json);
+  const std::vector<uint64_t>& m = shape.modulus;
+  const std::vector<uint64_t>& cardinality = shape.cardinality;
   // Every row counts once in each column: the counts add up to the rows of the days the
   // vocabulary covers. Arrays renamed into place while their vocab.json was not (a checkpoint
   // interrupted in between) hold more, and would otherwise pass when no column gained a value.
@@ -135,6 +165,13 @@ SavedVocab read_vocab_dir(const fs::path& where) {
   SavedVocab saved;
   for (int j = 0; j < kNumSparse; ++j)
     saved.modulus[j] = static_cast<uint32_t>(m[j]);  // <= UINT32_MAX, checked above
+  if (guard && !cardinality.empty()) {
+    uint64_t values = 0;
+    for (uint64_t n : cardinality) values += n;
+    const uint64_t bytes = shape_bytes(shape);
+    guard->reserve(bytes, dir.string() + "'s vocabulary of " + std::to_string(values) + " values");
+    guard->release(bytes);
+  }
   for (int j = 0; j < kNumSparse; ++j) {
     const std::string c = field_name(kFirstSparseField + j);
     NpyArray values = read_npy(dir / (c + "_values.npy"));
@@ -155,7 +192,7 @@ SavedVocab read_vocab_dir(const fs::path& where) {
                                           std::to_string(counted) + " rows, vocab.json's days to " +
                                           std::to_string(*rows) +
                                           " (a checkpoint interrupted while it was written?)");
-    saved.columns.emplace_back(saved.modulus[j]);
+    saved.columns.emplace_back(saved.modulus[j], guard);
     try {
       saved.columns.back().assign(std::move(vv), std::move(cc));
     } catch (const Error& e) {

@@ -45,6 +45,12 @@ struct SavedVocab {
 /// Reads the vocabulary of `where` (as vocab_json_of finds it). Throws Error(io | corrupt_data)
 /// naming the file: not a dlprep vocabulary, lists or arrays of the wrong shape or type, arrays
 /// that do not match vocab.json, repeated values.
-SavedVocab read_vocab_dir(const std::filesystem::path& where);
+/// About the memory the vocabulary of `where` takes loaded (ColumnVocab::bytes_for of vocab.json's
+/// cardinalities; 0 when it records none). Throws Error(io | corrupt_data) naming the file.
+uint64_t vocab_dir_bytes(const std::filesystem::path& where);
+
+/// With a guard, the columns are made with it, and a vocabulary that vocab.json's cardinalities
+/// say would not fit is refused (Error limit_exceeded) before any array is read.
+SavedVocab read_vocab_dir(const std::filesystem::path& where, MemoryGuard* guard = nullptr);
 
 }  // namespace dlprep::tabular

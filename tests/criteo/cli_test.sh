@@ -88,6 +88,12 @@ fi
 expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
 expect max_memory_tiny 1 "$DLPREP" criteo-preprocess --max-memory 1.5KiB "$S/deepctr_200.tsv" -o "$T/o3c"
 contains max_memory_tiny "$T/max_memory_tiny.err" "--max-memory is 1536 bytes"
+# A --vocab-from vocabulary too big for --max-memory is refused before it is read (vocab.json's
+# cardinalities and modulus give its size: 26 flat tables of 4 Mi entries are 416 MiB).
+expect big_vocab 0 "$DLPREP" criteo-preprocess --modulus 4194304 --output-format none "$S/deepctr_200.tsv" -o "$T/bigvocab"
+expect vocab_from_max_memory 1 "$DLPREP" criteo-preprocess --vocab-from "$T/bigvocab" --max-memory 200M "$S/deepctr_200.tsv" -o "$T/o3f"
+contains vocab_from_max_memory "$T/vocab_from_max_memory.err" "needs about 464 MiB"
+[ ! -e "$T/o3f" ] || { echo "FAIL vocab_from_max_memory: $T/o3f written"; fail=1; }
 # A pipe is refused before it is opened (sniffing its format would lose its first bytes).
 mkfifo "$T/fifo"
 expect fifo_input 2 "$DLPREP" criteo-preprocess "$T/fifo" -o "$T/o3d"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "tabular/memory_guard.hpp"
 
 using namespace dlprep::tabular;
 
@@ -58,4 +59,51 @@ TEST_CASE("assign restores a saved vocabulary and rejects repeated values") {
   CHECK_THROWS_AS(w.assign({5, 5}, {1, 1}), dlprep::Error);
   ColumnVocab x(50);
   CHECK_THROWS_AS(x.assign({60}, {1}), dlprep::Error);
+}
+
+TEST_CASE("with a guard, a growing vocabulary stops before its growth passes the limit") {
+  // Distinct values, 26 columns' worth in one: each table doubling must be refused up front.
+  const uint64_t limit = resident_bytes() + (uint64_t{48} << 20);
+  MemoryGuard guard(limit);
+  ColumnVocab v(0, &guard);
+  std::vector<uint32_t> piece(4096);
+  uint32_t next = 0;
+  bool refused = false;
+  try {
+    for (int i = 0; i < 4096; ++i) {  // 16M values: about 400 MB unguarded
+      for (uint32_t& x : piece) x = next++;
+      v.add(piece.data(), piece.size());
+    }
+  } catch (const dlprep::Error& e) {
+    refused = true;
+    CHECK(e.code() == dlprep::Errc::limit_exceeded);
+    CHECK(std::string(e.what()).find("over --max-memory") != std::string::npos);
+  }
+  CHECK(refused);
+#if defined(__SANITIZE_ADDRESS__)
+  const uint64_t unannounced = uint64_t{8} << 20;  // ASan's shadow of a growth (an eighth)
+#else
+  const uint64_t unannounced = 0;
+#endif
+  CHECK(resident_bytes() <= limit + unannounced);
+  CHECK(v.size() > 250000);  // it grew until the limit was near
+}
+
+TEST_CASE("a guard's announcements balance: a vocabulary within the limit is never refused") {
+  // Announced list capacity is taken back as add() fills it; an imbalance would leave it counted
+  // (or wrap around) and refuse a later growth that fits.
+  MemoryGuard guard(resident_bytes() + (uint64_t{256} << 20));
+  for (uint32_t modulus : {0u, 1000000u}) {
+    ColumnVocab v(modulus, &guard);
+    std::vector<uint32_t> piece(1000);
+    for (uint32_t round = 0; round < 1000; ++round) {
+      for (uint32_t i = 0; i < piece.size(); ++i) piece[i] = (round * 1000 + i) % 999983;
+      CHECK_NOTHROW(v.add(piece.data(), piece.size()));
+    }
+    CHECK(v.size() == 999983);
+    CHECK(v.finalize(1, 0, -1) == 999983);
+    ColumnVocab restored(modulus, &guard);
+    CHECK_NOTHROW(restored.assign(v.values(), v.counts()));
+    CHECK(restored.size() == 999983);
+  }
 }

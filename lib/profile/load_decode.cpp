@@ -67,11 +67,13 @@ class Queue {
 }  // namespace
 
 PassResult run_load_decode(const std::vector<PassItem>& items, double storage_bytes_per_s,
-                           unsigned decode_workers, unsigned readers) {
+                           unsigned decode_workers, unsigned readers,
+                           const PassDeadline& deadline) {
   std::vector<const image::Codec*> codecs(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     codecs[i] = image::find_codec(items[i].format);
-    if (!codecs[i]) throw Error(Errc::unsupported, items[i].format + ": codec not built in");
+    if (!codecs[i])
+      throw Error(Errc::unsupported, std::string(items[i].format) + ": codec not built in");
   }
   decode_workers = std::max(decode_workers, 1u);
   readers = std::max(readers, 1u);
@@ -98,7 +100,9 @@ PassResult run_load_decode(const std::vector<PassItem>& items, double storage_by
     loaders.emplace_back([&] {
       try {
         for (size_t i; (i = next.fetch_add(1)) < items.size();) {
-          Loaded l{reader.read(items[i].path), codecs[i]};
+          if (deadline.seconds > 0 && i >= deadline.min_items && watch.seconds() > deadline.seconds)
+            break;
+          Loaded l{reader.read(*items[i].path), codecs[i]};
           if (!queue.push(std::move(l))) break;
         }
       } catch (...) {

@@ -23,6 +23,8 @@ namespace fs = std::filesystem;
 // Most reads in one measured pass (a bound on its list, whatever rate was predicted); at least
 // one per sample image (--sample is at most 100,000).
 constexpr size_t kMaxPassImages = 1000000;
+// A pass sized by an optimistic prediction stops at this multiple of --pass-seconds.
+constexpr double kPassOverrun = 1.25;
 
 // The pass of a mix: `count` reads of sample files, image k % n, formats dealt out so that each
 // gets its share exactly (largest remainder), then shuffled with a fixed seed so that no image is
@@ -46,7 +48,7 @@ std::vector<PassItem> pass_items(const std::vector<std::vector<fs::path>>& files
   std::shuffle(formats.begin(), formats.end(), rng);
   std::vector<PassItem> items;
   for (size_t k = 0; k < count; ++k)
-    items.push_back({files[formats[k]][k % n], probed[formats[k]].cost.format});
+    items.push_back({&files[formats[k]][k % n], probed[formats[k]].cost.format});
   return items;
 }
 
@@ -204,9 +206,12 @@ ProfileReport profile_mix(const ProfileOptions& o) {
     PassResult last;
     double cpu = 0, wall = 0;
     TimingStats stats = measure_self_timed(params, [&](bool) {
-      for (const PassItem& item : items) evict_from_page_cache(item.path);
+      // Each stored file once: the items repeat them, up to a million times over on tiny images.
+      for (const auto& paths : stored)
+        for (const fs::path& p : paths) evict_from_page_cache(p);
+      // Items are shuffled, so the part read before the deadline keeps the mix's ratios.
       last = run_load_decode(items, report.resources.storage_bytes_per_s, threads,
-                             std::max(4u, threads));
+                             std::max(4u, threads), PassDeadline{o.pass_seconds * kPassOverrun, n});
       if (report.reader != "fadvise")
         report.reader = last.direct_reads < last.images ? "fadvise" : "o_direct";
       cpu += last.decode_cpu_seconds;

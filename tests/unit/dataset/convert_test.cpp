@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -892,6 +893,35 @@ TEST_CASE("verify reports a FIFO in data/ without opening it") {
   CHECK(r.mismatched == 1);
   CHECK(r.dataset_problems == 1);
   CHECK(any_contains(problems_of(ds), "not a regular file"));
+}
+
+TEST_CASE("progress reports the walk as scanning, then counts the conversion from 0") {
+  fs::path root = scratch("progress");
+  fs::path src = make_tree(root);
+  std::mutex mutex;
+  std::vector<ProgressEvent> events;
+  ConvertOptions o = options(src, root / "dst", "bmp");
+  o.progress = [&](const ProgressEvent& e) {
+    std::lock_guard lock(mutex);
+    events.push_back(e);
+  };
+  convert_dataset(o);
+  size_t i = 0;
+  uint64_t found = 0;
+  for (; i < events.size() && events[i].what == "scanning"; ++i) {
+    CHECK(events[i].total == 0);
+    CHECK(events[i].done > found);
+    found = events[i].done;
+  }
+  CHECK(found == 14);  // README.txt is no image
+  REQUIRE(i < events.size());
+  CHECK(events[i].what == "convert-dataset");
+  CHECK(events[i].done == 0);  // the conversion's clock starts here, not at the walk
+  CHECK(events[i].total == 14);
+  CHECK(events.size() == i + 1 + 14);
+  uint64_t most = 0;
+  for (size_t k = i + 1; k < events.size(); ++k) most = std::max(most, events[k].done);
+  CHECK(most == 14);
 }
 
 TEST_CASE("verify stops with one I/O error when file descriptors run out, counting no sample") {

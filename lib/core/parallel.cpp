@@ -54,7 +54,8 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
 
 unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker) {
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return workers;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return std::max(1u, workers);
   // Descriptors open now (stdin/out/err, the caller's files), counted in /proc/self/fd less the
   // one that reading it takes; 3 where /proc is not mounted.
   uint64_t open_now = 3;
@@ -68,8 +69,8 @@ unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker) {
   // What the caller opens besides its workers' files: an index, a manifest, an output.
   constexpr uint64_t kCallerFds = 8;
   const uint64_t used = open_now + kCallerFds;
-  const uint64_t free = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
-  const uint64_t fit = free / std::max(1u, fds_per_worker);
+  const uint64_t room = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
+  const uint64_t fit = room / std::max(1u, fds_per_worker);
   return static_cast<unsigned>(std::clamp<uint64_t>(fit, 1, std::max(1u, workers)));
 }
 

@@ -25,15 +25,21 @@ enum class Errc {
 /// wrong; callers prepend context (the file, the sample) with with_context().
 class Error : public std::runtime_error {
  public:
-  Error(Errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  /// `system_error`: the errno of the failed system call behind it, when there is one.
+  Error(Errc code, const std::string& message, int system_error = 0)
+      : std::runtime_error(message), code_(code), system_error_(system_error) {}
   Errc code() const noexcept { return code_; }
+  /// The errno behind the error, 0 if none was recorded: tells a limit of the process (EMFILE)
+  /// from a fault of the file named in the message.
+  int system_error() const noexcept { return system_error_; }
   /// The same error with "context: " in front of the message, e.g. the file name.
   Error with_context(std::string_view context) const {
-    return Error(code_, std::string(context) + ": " + what());
+    return Error(code_, std::string(context) + ": " + what(), system_error_);
   }
 
  private:
   Errc code_;
+  int system_error_ = 0;
 };
 
 }  // namespace dlprep

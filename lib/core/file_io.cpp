@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 Error io_error(const fs::path& path, const std::string& what, int err) {
-  return Error(Errc::io, path.string() + ": " + what + ": " + std::strerror(err));
+  return Error(Errc::io, path.string() + ": " + what + ": " + std::strerror(err), err);
 }
 
 }  // namespace

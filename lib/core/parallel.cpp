@@ -1,5 +1,8 @@
 #include "core/parallel.hpp"
 
+#include <dirent.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -47,6 +50,28 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   work();
   for (auto& t : pool) t.join();
   if (lowest_error) std::rethrow_exception(lowest_error);
+}
+
+unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+    return std::max(1u, workers);
+  // Descriptors open now (stdin/out/err, the caller's files), counted in /proc/self/fd less the
+  // one that reading it takes; 3 where /proc is not mounted.
+  uint64_t open_now = 3;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    open_now = 0;
+    while (const dirent* entry = ::readdir(dir))
+      if (entry->d_name[0] != '.') ++open_now;
+    ::closedir(dir);
+    open_now = open_now > 0 ? open_now - 1 : 0;
+  }
+  // What the caller opens besides its workers' files: an index, a manifest, an output.
+  constexpr uint64_t kCallerFds = 8;
+  const uint64_t used = open_now + kCallerFds;
+  const uint64_t room = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
+  const uint64_t fit = room / std::max(1u, fds_per_worker);
+  return static_cast<unsigned>(std::clamp<uint64_t>(fit, 1, std::max(1u, workers)));
 }
 
 }  // namespace dlprep

@@ -215,11 +215,14 @@ ConvertResult Engine::run() {
   const bool tar = o_.max_shard_bytes > 0;
   std::set<std::string> labels;  // tar: the class index of a label is its rank
   count_not_images_ = true;
+  uint64_t scanned = 0;
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     for (const auto& e : batch) {
       assigner_->add(e.label, e.key);
       if (tar && !e.label.empty()) labels.insert(e.label);
     }
+    scanned += batch.size();
+    if (o_.progress) o_.progress({"scanning", scanned, 0, ""});
   });
   count_not_images_ = false;
   assigner_->finish();
@@ -317,6 +320,7 @@ ConvertResult Engine::run() {
   uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
   std::string first_wide;
   std::atomic<uint64_t> done{0};
+  if (o_.progress) o_.progress({"convert-dataset", 0, total, ""});  // the conversion starts now
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     std::vector<Work> works;
     for (auto& e : batch) {

@@ -38,7 +38,10 @@ struct ConvertOptions {
   image::Transform transform;
   unsigned threads = 1;       ///< samples converted in parallel
   std::string tool;           ///< recorded in dataset.json, e.g. "dlprep 0.1.0"
-  ProgressCallback progress;  ///< after each sample (what "convert-dataset", item = the key)
+  /// While the source is walked: what "scanning", done = the samples found so far, total 0. Then
+  /// once with what "convert-dataset" and done 0 as the conversion starts (from the calling
+  /// thread, before any worker's), and after each sample (item = the key).
+  ProgressCallback progress;
   WarningCallback warning;    ///< a skipped sample ("PATH: reason"), files left out, wide samples
 };
 

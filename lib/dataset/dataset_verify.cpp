@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,7 +23,42 @@ namespace dlprep::dataset {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr size_t kBatchPerThread = 64;  // as in convert.cpp: bounded memory, cheap barriers
+// Records a worker takes from the index at a time: few enough to balance the workers, enough that
+// they seldom wait for the index's lock.
+constexpr size_t kRecordsPerTake = 16;
+
+// The tar shards, each mapped once while workers check samples in it and unmapped when the last
+// of them moves on: a tar shard holds thousands of samples, and a mapping per sample
+// (open, mmap, munmap with a TLB shootdown of every other thread) was most of verify's time.
+class SharedMappings {
+ public:
+  std::shared_ptr<const MappedFile> get(const fs::path& path) {
+    std::lock_guard lock(mutex_);
+    std::weak_ptr<const MappedFile>& slot = live_[path.string()];
+    if (auto file = slot.lock()) return file;
+    // The other workers wait: they want this shard too, as samples come in shard order.
+    auto file = std::make_shared<const MappedFile>(path);
+    slot = file;
+    if (live_.size() > 64) std::erase_if(live_, [](const auto& e) { return e.second.expired(); });
+    return file;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, std::weak_ptr<const MappedFile>> live_;
+};
+
+// What a worker keeps from one sample to the next: the shard it reads.
+struct WorkerFiles {
+  SharedMappings& mappings;
+  std::shared_ptr<const MappedFile> shard;
+};
+
+// Running out of file descriptors (ulimit -n, or the system's table) is the process's trouble,
+// not the file's: it stops the verify instead of counting healthy files as damaged.
+bool out_of_descriptors(const Error& e) {
+  return e.code() == Errc::io && (e.system_error() == EMFILE || e.system_error() == ENFILE);
+}
 
 std::string shape_text(const ImageShape& s) {
   return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" +
@@ -52,7 +91,8 @@ void check_class(const std::string& name, ByteSpan shard, uint64_t at, const Sam
 }
 
 // Throws the first difference found, or the decoder's error.
-void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m) {
+void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
+                  WorkerFiles& files) {
   check_location(r.location);
   fs::path path = dir / r.location;
   std::string name = path.string();
@@ -62,13 +102,24 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m)
     member = r.key + "." + (codec ? codec->extension(r.shape.channels) : r.format);
     name += "(" + member + ")";
   }
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (!fs::exists(st)) throw differs(name, "missing (sample '" + r.key + "')");
-  // A FIFO would block the open: anything but a file is a difference.
-  if (!fs::is_regular_file(st)) throw differs(name, "not a regular file");
-  MappedFile file(path);
-  ByteSpan bytes = file.bytes();
+  std::optional<MappedFile> whole;
+  ByteSpan bytes;
+  if (r.offset && files.shard && files.shard->path() == path) {
+    bytes = files.shard->bytes();
+  } else {
+    files.shard.reset();
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    if (!fs::exists(st)) throw differs(name, "missing (sample '" + r.key + "')");
+    // A FIFO would block the open: anything but a file is a difference.
+    if (!fs::is_regular_file(st)) throw differs(name, "not a regular file");
+    if (r.offset) {
+      files.shard = files.mappings.get(path);
+      bytes = files.shard->bytes();
+    } else {
+      bytes = whole.emplace(path).bytes();
+    }
+  }
   if (r.offset) {
     // The member must be where the index says, under its own header.
     tar::Header h;
@@ -188,39 +239,73 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   std::map<std::string, uint64_t> shards;
   std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
-  size_t batch_size = kBatchPerThread * std::max(1u, o.threads);
-  std::vector<SampleRecord> batch;
-  for (;;) {
-    batch.clear();
-    SampleRecord r;
-    while (batch.size() < batch_size && reader.next(r)) batch.push_back(std::move(r));
-    if (batch.empty()) break;
-    for (const auto& rec : batch) {
-      counted.count(rec);
-      if (rec.offset) {
-        uint64_t& tail = shards[rec.location];
-        // A hostile offset near 2^64 must not wrap the sum.
-        if (*rec.offset < (uint64_t{1} << 62) && rec.bytes < (uint64_t{1} << 62))
-          tail = std::max(tail, *rec.offset + tar::padded(rec.bytes));
+  // Each worker takes records from the streamed index under this lock, for as long as the run
+  // lasts: its threads and its shard mapping live across samples.
+  std::mutex index_mutex;
+  bool stop = false;  // the index ended or failed, or descriptors ran out
+  std::optional<Error> fatal;
+  SharedMappings mappings;
+  const unsigned threads = std::max(1u, o.threads);
+  parallel_for(threads, threads, [&](size_t) {
+    WorkerFiles files{mappings, nullptr};
+    std::vector<SampleRecord> taken;
+    for (;;) {
+      taken.clear();
+      {
+        std::lock_guard lock(index_mutex);
+        if (stop) return;
+        SampleRecord r;
+        try {
+          while (taken.size() < kRecordsPerTake && reader.next(r)) taken.push_back(std::move(r));
+        } catch (...) {
+          stop = true;
+          throw;
+        }
+        if (taken.empty()) {
+          stop = true;
+          return;
+        }
+        for (const auto& rec : taken) {
+          counted.count(rec);
+          if (rec.offset) {
+            uint64_t& tail = shards[rec.location];
+            // A hostile offset near 2^64 must not wrap the sum.
+            if (*rec.offset < (uint64_t{1} << 62) && rec.bytes < (uint64_t{1} << 62))
+              tail = std::max(tail, *rec.offset + tar::padded(rec.bytes));
+          }
+          listed.push_back(std::hash<std::string>{}(rec.location));
+        }
       }
-      listed.push_back(std::hash<std::string>{}(rec.location));
+      for (const SampleRecord& rec : taken) {
+        try {
+          check_sample(o.dataset, rec, result.manifest, files);
+          ++ok;
+        } catch (const Error& e) {
+          if (out_of_descriptors(e)) {
+            std::lock_guard lock(index_mutex);
+            stop = true;
+            // Not the file's name: which worker met it first varies from run to run.
+            if (!fatal)
+              fatal.emplace(Errc::io,
+                            "out of file descriptors (" +
+                                std::string(std::strerror(e.system_error())) +
+                                "): raise the limit (ulimit -n) or use fewer threads (-j)",
+                            e.system_error());
+            return;
+          }
+          ++(e.code() == Errc::mismatch ? mismatched : failed);
+          std::string path = (o.dataset / rec.location).string();
+          report(std::string(e.what()).rfind(path, 0) == 0 ? e : e.with_context(path));
+        } catch (const std::bad_alloc&) {
+          ++failed;
+          report(
+              Error(Errc::limit_exceeded, (o.dataset / rec.location).string() + ": out of memory"));
+        }
+        if (o.progress) o.progress({"dataset verify", ++done, result.manifest.samples, rec.key});
+      }
     }
-    parallel_for(batch.size(), o.threads, [&](size_t i) {
-      try {
-        check_sample(o.dataset, batch[i], result.manifest);
-        ++ok;
-      } catch (const Error& e) {
-        ++(e.code() == Errc::mismatch ? mismatched : failed);
-        std::string path = (o.dataset / batch[i].location).string();
-        report(std::string(e.what()).rfind(path, 0) == 0 ? e : e.with_context(path));
-      } catch (const std::bad_alloc&) {
-        ++failed;
-        report(Error(Errc::limit_exceeded,
-                     (o.dataset / batch[i].location).string() + ": out of memory"));
-      }
-      if (o.progress) o.progress({"dataset verify", ++done, result.manifest.samples, batch[i].key});
-    });
-  }
+  });
+  if (fatal) throw *fatal;
   result.samples = counted.samples;
   result.ok = ok;
   result.mismatched = mismatched;
@@ -237,6 +322,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
       try {
         check_shard_ends(o.dataset / shard_list[i].first, shard_list[i].second);
       } catch (const Error& e) {
+        if (out_of_descriptors(e)) throw;
         std::lock_guard lock(report_mutex);
         ++result.dataset_problems;
         if (o.problem) o.problem(e);

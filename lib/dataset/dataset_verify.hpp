@@ -13,6 +13,10 @@
 
 namespace dlprep::dataset {
 
+/// The files a verify thread holds open at once (the one it is mapping; a mapping keeps none):
+/// for clamp_workers_to_fd_limit.
+inline constexpr unsigned kVerifyFilesPerThread = 1;
+
 struct VerifyOptions {
   std::filesystem::path dataset;
   unsigned threads = 1;
@@ -34,8 +38,9 @@ struct VerifyResult {
   uint64_t dataset_problems = 0;
 };
 
-/// Verifies a dataset, streaming its index in batches. Throws Error(io | corrupt_data) when the
-/// manifest or the index cannot be read; differences are counted, not thrown.
+/// Verifies a dataset, streaming its index. Throws Error(io | corrupt_data) when the manifest or
+/// the index cannot be read, and Error(io) when the process runs out of file descriptors (a
+/// limit, not damage: nothing is counted as failed for it); differences are counted, not thrown.
 VerifyResult verify_dataset(const VerifyOptions& options);
 
 }  // namespace dlprep::dataset

@@ -149,9 +149,16 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   c.force = o.force;
   c.threads = globals.jobs;
   c.tool = version_string();
-  Progress progress(globals, kCommand, 0, "samples");
+  Progress progress(globals, kCommand, 0, "files");
   if (progress.enabled())
-    c.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
+    c.progress = [&progress](const ProgressEvent& e) {
+      if (e.what == "scanning")
+        progress.set(e.done, 0, e.what);
+      else if (e.done == 0)  // the conversion starts: its rate and ETA count from here
+        progress.restart(e.total, "samples");
+      else
+        progress.set(e.done, e.total);
+    };
   c.warning = [&globals](const std::string& message) { print_warning(globals, kCommand, message); };
   auto start = std::chrono::steady_clock::now();
   dataset::ConvertResult r = dataset::convert_dataset(c);

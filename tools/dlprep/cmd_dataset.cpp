@@ -8,6 +8,7 @@
 
 #include "command.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "dataset/dataset_merge.hpp"
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
@@ -91,7 +92,14 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
 int run_verify(const DatasetOptions& o, const Globals& globals) {
   dataset::VerifyOptions v;
   v.dataset = o.dataset;
-  v.threads = globals.jobs;
+  // Past the open-file limit, whichever thread opens last fails: clamped, never reported as a
+  // damaged sample.
+  v.threads = clamp_workers_to_fd_limit(globals.jobs, dataset::kVerifyFilesPerThread);
+  if (v.threads < globals.jobs)
+    print_warning(globals, "dataset verify",
+                  "-j" + std::to_string(globals.jobs) +
+                      " would open more files than the limit allows (ulimit -n): using " +
+                      std::to_string(v.threads) + (v.threads == 1 ? " thread" : " threads"));
   Progress progress(globals, "dataset verify", 0, "samples");
   if (progress.enabled())
     v.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
@@ -197,6 +205,8 @@ Action add_dataset_command(CLI::App& app) {
       "named on stderr and the exit status is 3; a file that matches its checksum but does not\n"
       "decode gives 1.\n"
       "An incomplete dataset (an interrupted conversion) is also a difference.\n"
+      "A -j that the open-file limit (ulimit -n) leaves no room for is lowered, with a warning;\n"
+      "running out of file descriptors anyway is an error (exit 1), not a damaged sample.\n"
       "\n"
       "Examples:\n"
       "  dlprep -j8 dataset verify train-mix/\n"

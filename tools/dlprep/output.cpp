@@ -300,6 +300,17 @@ void Progress::set(uint64_t done, uint64_t total, const std::string& stage) {
   draw_locked(false);
 }
 
+void Progress::restart(uint64_t total, std::string unit) {
+  if (!enabled_) return;
+  std::lock_guard lock(g_stderr_mutex);
+  done_ = bytes_ = 0;
+  total_ = total;
+  unit_ = std::move(unit);
+  stage_.clear();
+  // The first line of the phase comes a refresh later: a rate over a few samples is noise.
+  start_ = last_draw_ = std::chrono::steady_clock::now();
+}
+
 void Progress::draw_locked(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (!force && now - last_draw_ < kRefresh) return;

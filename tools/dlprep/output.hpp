@@ -96,6 +96,9 @@ class Progress {
   /// Sets the absolute count (for library callbacks that report done/total themselves) and,
   /// if not empty, the stage shown after the command's name, e.g. "pass 2".
   void set(uint64_t done, uint64_t total, const std::string& stage = {});
+  /// Starts the next phase: 0 of `total` `unit`, no stage, and the rate and ETA measured from
+  /// now (a phase before it, e.g. a walk of the source, does not dilute them).
+  void restart(uint64_t total, std::string unit);
   /// Erases the line (on a terminal) or ends it with a newline; called by the destructor.
   void finish();
 

@@ -12,3 +12,8 @@ dlprep --progress never l3 encode in -o out2 2>err.txt
 grep -q '^l3 encode: 5 files encoded' err.txt || fail "no summary: $(cat err.txt)"
 dlprep -q --progress always l3 encode in -o out3 2>err.txt
 [ ! -s err.txt ] || fail "-q printed: $(cat err.txt)"
+# convert-dataset counts files while it walks SRC, then the samples it converts, with their own
+# rate: the log's final line is the conversion's.
+dlprep --progress always convert-dataset in ds --to l3 2>err.txt
+grep -q 'convert-dataset: 5/5 samples (100%), [0-9.]* samples/s' err.txt ||
+  fail "no final conversion count: $(cat -A err.txt)"

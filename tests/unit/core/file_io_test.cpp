@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -19,6 +20,19 @@ namespace fs = std::filesystem;
 namespace {
 fs::path scratch(const std::string& name) { return test_scratch::fresh("file_io", name); }
 }  // namespace
+
+TEST_CASE("an I/O error keeps the errno behind it, also with context added") {
+  fs::path missing = scratch("errno") / "missing";
+  try {
+    MappedFile file(missing);
+    FAIL("opened a missing file");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::io);
+    CHECK(e.system_error() == ENOENT);
+    CHECK(e.with_context("sample x").system_error() == ENOENT);
+  }
+  CHECK(Error(Errc::corrupt_data, "bad").system_error() == 0);
+}
 
 TEST_CASE("write_file_atomic creates parent folders and read_file reads it back") {
   fs::path dir = scratch("roundtrip");

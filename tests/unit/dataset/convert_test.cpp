@@ -2,13 +2,18 @@
 #include "dataset/convert.hpp"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -888,4 +893,69 @@ TEST_CASE("verify reports a FIFO in data/ without opening it") {
   CHECK(r.mismatched == 1);
   CHECK(r.dataset_problems == 1);
   CHECK(any_contains(problems_of(ds), "not a regular file"));
+}
+
+TEST_CASE("progress reports the walk as scanning, then counts the conversion from 0") {
+  fs::path root = scratch("progress");
+  fs::path src = make_tree(root);
+  std::mutex mutex;
+  std::vector<ProgressEvent> events;
+  ConvertOptions o = options(src, root / "dst", "bmp");
+  o.progress = [&](const ProgressEvent& e) {
+    std::lock_guard lock(mutex);
+    events.push_back(e);
+  };
+  convert_dataset(o);
+  size_t i = 0;
+  uint64_t found = 0;
+  for (; i < events.size() && events[i].what == "scanning"; ++i) {
+    CHECK(events[i].total == 0);
+    CHECK(events[i].done > found);
+    found = events[i].done;
+  }
+  CHECK(found == 14);  // README.txt is no image
+  REQUIRE(i < events.size());
+  CHECK(events[i].what == "convert-dataset");
+  CHECK(events[i].done == 0);  // the conversion's clock starts here, not at the walk
+  CHECK(events[i].total == 14);
+  CHECK(events.size() == i + 1 + 14);
+  uint64_t most = 0;
+  for (size_t k = i + 1; k < events.size(); ++k) most = std::max(most, events[k].done);
+  CHECK(most == 14);
+}
+
+TEST_CASE("verify stops with one I/O error when file descriptors run out, counting no sample") {
+  fs::path root = scratch("verify-emfile");
+  fs::path src = make_tree(root);
+  for (bool tar : {false, true}) {
+    CAPTURE(tar);
+    fs::path ds = root / (tar ? "tar" : "files");
+    convert_dataset(tar ? tar_options(src, ds, "bmp", 400000) : options(src, ds, "bmp"));
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    REQUIRE(lowest_free >= 0);
+    ::close(lowest_free);
+    // Room for the index alone: every sample's file fails to open with EMFILE.
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(lowest_free) + 1;
+    std::vector<std::string> problems;
+    VerifyOptions v;
+    v.dataset = ds;
+    v.threads = 3;
+    v.problem = [&](const Error& e) { problems.push_back(e.what()); };
+    std::optional<Error> error;
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    try {
+      verify_dataset(v);
+    } catch (const Error& e) {
+      error = e;
+    }
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+    REQUIRE(error);
+    CHECK(error->code() == Errc::io);
+    CHECK(std::string(error->what()).find("out of file descriptors") != std::string::npos);
+    CHECK(problems.empty());
+    CHECK(verify(ds).ok == 14);
+  }
 }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# A -j far above what the open-file limit allows: verify uses fewer threads, says so, and
+# passes (it reported hundreds of healthy samples as "cannot open: Too many open files" and
+# "do not decode"). With no room for even one sample's file, it stops with one error, exit 1.
+mkdir -p src/a
+make_pnm src/a/img0.ppm 8 8 3 1
+/usr/bin/python3 -c 'import os
+for i in range(1, 2000): os.link("src/a/img0.ppm", "src/a/img%d.ppm" % i)'
+dlprep -q convert-dataset src ds --to l3
+dlprep -q convert-dataset src tar --to l3 --shards 64KiB
+# The limited shells are redirected from outside: they could not open the files themselves.
+for d in ds tar; do
+  (
+    ulimit -n 16
+    exec dlprep -j64 dataset verify $d
+  ) >out.txt 2>err.txt || fail "$d: $(head -5 err.txt)"
+  grep -q "^$d: ok, 2000 samples" out.txt || fail "$d: $(cat out.txt)"
+  grep -qx "dlprep: warning: dataset verify: -j64 would open more files than the limit allows (ulimit -n): using [0-9]* threads\?" err.txt ||
+    fail "$d: no warning: $(cat err.txt)"
+  [ "$(wc -l <err.txt)" = 1 ] || fail "$d: $(head -5 err.txt)"
+done
+# Room for the index alone: the limit is one above the lowest free descriptor (those that
+# ctest or the shell left open vary).
+code=0
+(
+  fd=3
+  while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
+  ulimit -n $((fd + 1))
+  exec dlprep -j4 dataset verify tar
+) >out.txt 2>err.txt || code=$?
+[ $code = 1 ] || fail "exit $code: $(head -5 err.txt)"
+grep -qx "dlprep: error: dataset verify: out of file descriptors (Too many open files): raise the limit (ulimit -n) or use fewer threads (-j)" err.txt ||
+  fail "$(head -5 err.txt)"
+[ "$(grep -c error err.txt)" = 1 ] || fail "$(head -5 err.txt)"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <mutex>
@@ -52,26 +53,95 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   if (lowest_error) std::rethrow_exception(lowest_error);
 }
 
-unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+void parallel_for_ordered(size_t count, unsigned threads, size_t window,
+                          const std::function<void(size_t)>& fn,
+                          const std::function<void(size_t)>& in_order) {
+  window = std::max<size_t>(window, 1);
+  // No thread waits for a slow item while it could work: whichever thread finds the writer role
+  // free calls in_order for every consecutive finished item. Only an item `window` ahead waits,
+  // and then item `next` is running (items are handed out in order), so the wait ends.
+  std::mutex mutex;
+  std::condition_variable room;
+  std::vector<char> done(window, 0);  // item i's flag at i % window
+  size_t next = 0;                    // the next item for in_order
+  size_t lowest_failed = SIZE_MAX;
+  std::exception_ptr error;
+  bool writing = false;
+  auto fail = [&](size_t i) {  // with the lock held
+    if (i < lowest_failed) {
+      lowest_failed = i;
+      error = std::current_exception();
+    }
+    room.notify_all();
+  };
+  parallel_for(count, threads, [&](size_t i) {
+    {
+      std::unique_lock lock(mutex);
+      room.wait(lock, [&] { return i < next + window || i > lowest_failed; });
+      if (i > lowest_failed) return;
+    }
+    try {
+      fn(i);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      fail(i);
+      return;
+    }
+    std::unique_lock lock(mutex);
+    done[i % window] = 1;
+    if (writing) return;
+    writing = true;
+    while (next < count && next < lowest_failed && done[next % window]) {
+      done[next % window] = 0;
+      const size_t k = next;
+      lock.unlock();
+      try {
+        in_order(k);
+      } catch (...) {
+        lock.lock();
+        fail(k);
+        break;
+      }
+      lock.lock();
+      ++next;
+      room.notify_all();
+    }
+    writing = false;
+  });
+  if (error) std::rethrow_exception(error);
+}
+
+namespace {
+
+// Descriptors open now (/proc/self/fd less the one reading it); 3 where /proc cannot be read.
+unsigned long open_fds() {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) return 3;
+  unsigned long n = 0;
+  while (const dirent* entry = ::readdir(dir))
+    if (entry->d_name[0] != '.') ++n;
+  ::closedir(dir);
+  return n > 0 ? n - 1 : 0;
+}
+
+// Descriptors kept free beside the workers' own: a directory walk, a library opening a file of
+// its own (iconv, locale data), a pipe to report an interrupt.
+constexpr unsigned long kSpareFds = 4;
+
+}  // namespace
+
+unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker,
+                                   unsigned long* limit) {
+  rlimit fds{};
+  if (::getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) {
+    if (limit) *limit = 0;
     return std::max(1u, workers);
-  // Descriptors open now (stdin/out/err, the caller's files), counted in /proc/self/fd less the
-  // one that reading it takes; 3 where /proc is not mounted.
-  uint64_t open_now = 3;
-  if (DIR* dir = ::opendir("/proc/self/fd")) {
-    open_now = 0;
-    while (const dirent* entry = ::readdir(dir))
-      if (entry->d_name[0] != '.') ++open_now;
-    ::closedir(dir);
-    open_now = open_now > 0 ? open_now - 1 : 0;
   }
-  // What the caller opens besides its workers' files: an index, a manifest, an output.
-  constexpr uint64_t kCallerFds = 8;
-  const uint64_t used = open_now + kCallerFds;
-  const uint64_t room = limit.rlim_cur > used ? limit.rlim_cur - used : 0;
-  const uint64_t fit = room / std::max(1u, fds_per_worker);
-  return static_cast<unsigned>(std::clamp<uint64_t>(fit, 1, std::max(1u, workers)));
+  if (limit) *limit = fds.rlim_cur;
+  const unsigned long used = open_fds() + kSpareFds;
+  const unsigned long free = fds.rlim_cur > used ? fds.rlim_cur - used : 0;
+  const unsigned long fit = free / std::max(1u, fds_per_worker);
+  return static_cast<unsigned>(std::clamp<unsigned long>(fit, 1, std::max(1u, workers)));
 }
 
 }  // namespace dlprep

@@ -64,35 +64,54 @@ std::string details(const Json& j) {
   return s;
 }
 
+// Rows that size the text table's columns: a listing of that many looks as if it were sized on
+// every row, and a longer one starts printing after them instead of at its end.
+constexpr size_t kTableLookahead = 1000;
+
 int run_info(const InfoOptions& options, const Globals& globals) {
   // Named files are all reported (errors included); directories list the images inside them,
   // those in formats dlprep does not read too (an error naming the format, as encode gives).
   std::vector<std::string> empty_dirs;
-  auto inputs = collect_inputs(
-      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true);
+  const ScanProgress scanning{globals, kCommand};
+  const std::vector<InputFile> inputs = collect_inputs(
+      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, {}, &scanning);
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
+  // Each file's result is printed as it is known and not kept: the listing of a million files
+  // would otherwise take gigabytes.
   int code = kExitOk;
-  Json files = Json::array();
-  Table table({"file", "format", "width", "height", "channels", "bytes", "details"});
+  std::unique_ptr<JsonStream> json;
+  if (globals.json) json = std::make_unique<JsonStream>(Json{{"schema", "dlprep.info/1"}}, "files");
+  // One file that cannot be read gets its error alone, no table around it.
+  const bool table_shown = inputs.size() != 1;
+  Table table({"file", "format", "width", "height", "channels", "bytes", "details"},
+              kTableLookahead);
+  bool any_row = false;
+  Progress progress(globals, kCommand, inputs.size());
   for (const InputFile& input : inputs) {
     try {
       Json j = describe(input);
-      table.add_row({j["path"], j["format"], std::to_string(j["width"].get<unsigned>()),
-                     std::to_string(j["height"].get<unsigned>()),
-                     std::to_string(j["channels"].get<unsigned>()),
-                     std::to_string(j["file_bytes"].get<uint64_t>()), details(j)});
-      files.push_back(std::move(j));
+      if (json) {
+        json->add(j);
+      } else {
+        table.add_row({j["path"], j["format"], std::to_string(j["width"].get<unsigned>()),
+                       std::to_string(j["height"].get<unsigned>()),
+                       std::to_string(j["channels"].get<unsigned>()),
+                       std::to_string(j["file_bytes"].get<uint64_t>()), details(j)});
+        any_row = true;
+      }
     } catch (const Error& e) {
       Error err = with_path(input.path, e);
       print_error(kCommand, err.what());
-      files.push_back({{"path", display_path(input.path)}, {"error", err.what()}});
+      if (json) json->add({{"path", display_path(input.path)}, {"error", err.what()}});
       code = worse_exit(code, item_exit_code(e.code()));
     }
+    progress.step();
   }
-  if (globals.json)
-    print_json({{"schema", "dlprep.info/1"}, {"files", files}});
-  else if (code == kExitOk || files.size() > 1)
+  progress.finish();
+  if (json)
+    json->finish();
+  else if (table_shown || any_row)
     table.print();
   return code;
 }
@@ -109,7 +128,9 @@ Action add_info_command(CLI::App& app) {
       "For each file: the format (from its magic bytes, never its name), width, height, channels\n"
       "and file size; for L3 files also the format version, patch size, colour transform and\n"
       "the compressed bytes of each channel. A file that cannot be read is reported and the\n"
-      "others are still listed (exit status 1).\n"
+      "others are still listed (exit status 1). Files are listed as they are read, in the order\n"
+      "of the arguments (a directory's files sorted by path); the table's columns are as wide as\n"
+      "the widest of the first 1000 rows.\n"
       "\n"
       "Examples:\n"
       "  dlprep info photo.png img/0031.l3\n"

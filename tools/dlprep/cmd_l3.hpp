@@ -45,6 +45,15 @@ std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
 /// stream of something else is refused at its first bytes (cmd_l3_verify.cpp).
 void require_l3_head(ByteSpan head);
 
+/// How -j is spread over `files` files: the files worked on at once (at most -j, and fewer, with a
+/// warning, where `ulimit -n` does not leave two open files for each), and the threads left over
+/// for each file's patches (cmd_l3_convert.cpp).
+struct ThreadSplit {
+  unsigned files = 1;
+  unsigned patches = 1;
+};
+ThreadSplit split_threads(const Globals& globals, const std::string& command, size_t files);
+
 /// "a,b,,c" -> {"a", "b", "c"} (cmd_l3_bench.cpp).
 std::vector<std::string> split_list(const std::string& text);
 /// A comma-separated list of counts from 1 to `max` for `flag`; throws Error(invalid_argument)

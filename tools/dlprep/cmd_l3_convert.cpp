@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -11,11 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cmd_l3.hpp"
@@ -124,6 +125,10 @@ void write_output(const fs::path& path, ByteSpan bytes) {
   write_file_atomic(path, bytes);
 }
 
+// Outcomes held at once, between a file's end and its turn in input order: a slow file holds up
+// the report of at most this many after it (about 200 bytes each) before the workers wait for it.
+constexpr size_t kOrderWindow = 4096;
+
 class Converter {
  public:
   Converter(Direction direction, const ConvertOptions& options, const Globals& globals)
@@ -135,13 +140,19 @@ class Converter {
   int run();
 
  private:
-  void convert_one(const InputFile& input, Outcome& outcome, unsigned threads);
+  // What the summary counts, added up as the outcomes come in.
+  struct Totals {
+    uint64_t converted = 0, skipped = 0, failed = 0, not_started = 0, in = 0, out = 0;
+  };
+  void convert_one(size_t index, Outcome& outcome, unsigned threads);
   bool output_is_as_requested(const fs::path& output, const ImageShape& shape) const;
   Image decode_on_device(ByteSpan file);
   // Claims an output path; two inputs writing the same output is an error for the second.
-  void claim(const fs::path& output, const InputFile& input);
+  void claim(const fs::path& output, size_t index);
+  void count(const Outcome& outcome);
+  Json file_report(size_t index, const Outcome& outcome) const;
   void print_summary(double seconds) const;
-  Json report(double seconds) const;
+  Json summary_report(double seconds) const;
 
   Direction direction_;
   const ConvertOptions& options_;
@@ -151,10 +162,10 @@ class Converter {
   std::string target_;
   std::unique_ptr<OutputPlan> plan_;
   std::vector<InputFile> inputs_;
-  std::vector<Outcome> outcomes_;
+  Totals totals_;
   std::atomic<bool> stopped_{false};  // an output could not be written
   std::mutex claim_mutex_;
-  std::map<fs::path, fs::path> claimed_;
+  std::unordered_map<std::string, size_t> claimed_;  // output path -> the input writing it
   // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
   // serialised); null for the CPU path, which decodes each file with its own threads.
   std::unique_ptr<l3::BatchDecoder> device_decoder_;
@@ -177,9 +188,10 @@ int Converter::run() {
   std::vector<std::string> empty_dirs;
   // Walking a tree, encode takes every image that is not already L3 (those in formats no codec
   // reads too, to fail with their name); decode only L3 files, and files named *.l3.
+  const ScanProgress scanning{globals_, command_};
   inputs_ = collect_inputs(
       options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
-      &empty_dirs, encoding, encoding ? "" : "l3");
+      &empty_dirs, encoding, encoding ? "" : "l3", &scanning);
   for (const auto& dir : empty_dirs)
     print_warning(globals_, command_,
                   dir + (encoding ? ": no image files found" : ": no l3 files found"));
@@ -203,54 +215,63 @@ int Converter::run() {
     if (device_decoder_->device_name() == "cpu") device_decoder_.reset();
     else if (globals_.verbose > 0) print_note(globals_, command_ + ": decoding on the cuda device");
   }
-  outcomes_.resize(inputs_.size());
 
-  // Files in parallel; threads left over (fewer files than -j) go to each file's patches.
-  size_t n = inputs_.size();
-  unsigned file_threads =
-      static_cast<unsigned>(std::min<size_t>(std::max<size_t>(n, 1), globals_.jobs));
-  unsigned patch_threads = std::max(1u, globals_.jobs / file_threads);
+  // Files in parallel; each outcome is counted (and with --json reported) in input order as soon
+  // as it and those before it are known, then dropped: memory does not grow with the file count.
+  const size_t n = inputs_.size();
+  const ThreadSplit threads = split_threads(globals_, command_, n);
+  std::unique_ptr<JsonStream> json;
+  if (globals_.json)
+    json = std::make_unique<JsonStream>(
+        Json{{"schema", encoding ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"}}, "files");
+  const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
+  std::vector<Outcome> window(slots);  // outcome i at i % slots
   Progress progress(globals_, command_, n);
   auto start = std::chrono::steady_clock::now();
-  parallel_for(n, file_threads, [&](size_t i) {
-    Outcome& outcome = outcomes_[i];
-    if (stopped_.load(std::memory_order_relaxed)) return;
-    try {
-      convert_one(inputs_[i], outcome, patch_threads);
-    } catch (const Error& e) {
-      outcome.status = Outcome::failed;
-      outcome.error = with_path(inputs_[i].path, e).what();
-    } catch (const std::bad_alloc&) {
-      outcome.status = Outcome::failed;
-      outcome.error = display_path(inputs_[i].path) + ": " + out_of_memory_message();
-    } catch (const std::exception& e) {  // e.g. std::filesystem_error: still only this file
-      outcome.status = Outcome::failed;
-      outcome.error = display_path(inputs_[i].path) + ": " + e.what();
-    }
-    if (outcome.status == Outcome::failed) print_error(command_, outcome.error);
-    if (outcome.writing) stopped_ = true;
-    progress.step(1, outcome.raw_bytes);
-  });
+  parallel_for_ordered(
+      n, threads.files, slots,
+      [&](size_t i) {
+        Outcome& outcome = window[i % slots];
+        outcome = Outcome{};
+        if (stopped_.load(std::memory_order_relaxed)) return;
+        try {
+          convert_one(i, outcome, threads.patches);
+        } catch (const Error& e) {
+          outcome.status = Outcome::failed;
+          outcome.error = with_path(inputs_[i].path, e).what();
+        } catch (const std::bad_alloc&) {
+          outcome.status = Outcome::failed;
+          outcome.error = display_path(inputs_[i].path) + ": " + out_of_memory_message();
+        } catch (const std::exception& e) {  // e.g. std::filesystem_error: still only this file
+          outcome.status = Outcome::failed;
+          outcome.error = display_path(inputs_[i].path) + ": " + e.what();
+        }
+        if (outcome.status == Outcome::failed) print_error(command_, outcome.error);
+        if (outcome.writing) stopped_ = true;
+        progress.step(1, outcome.raw_bytes);
+      },
+      [&](size_t i) {
+        const Outcome& outcome = window[i % slots];
+        count(outcome);
+        if (json) json->add(file_report(i, outcome));
+      });
   progress.finish();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  if (globals_.json)
-    print_json(report(seconds));
+  if (json)
+    json->finish(summary_report(seconds));
   else
     print_summary(seconds);
-  int code = kExitOk;
-  for (const Outcome& o : outcomes_)
-    if (o.status == Outcome::failed || o.status == Outcome::pending) code = kExitFailure;
-  return code;
+  return totals_.failed > 0 || totals_.not_started > 0 ? kExitFailure : kExitOk;
 }
 
-void Converter::claim(const fs::path& output, const InputFile& input) {
+void Converter::claim(const fs::path& output, size_t index) {
   if (output == "-") return;
   std::lock_guard lock(claim_mutex_);
-  auto [it, inserted] = claimed_.emplace(output.lexically_normal(), input.path);
+  auto [it, inserted] = claimed_.emplace(output.lexically_normal().string(), index);
   if (!inserted)
     throw Error(Errc::invalid_argument, "output " + output.string() + " is also written from " +
-                                            it->second.string() + "; skipped");
+                                            inputs_[it->second].path.string() + "; skipped");
 }
 
 // An output newer than its input is still stale when it is not what this run would write: an
@@ -274,7 +295,8 @@ bool Converter::output_is_as_requested(const fs::path& output, const ImageShape&
   }
 }
 
-void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned threads) {
+void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
+  const InputFile& input = inputs_[index];
   bool encoding = direction_ == Direction::encode;
   std::unique_ptr<MappedFile> file;
   if (encoding) {
@@ -287,7 +309,7 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
     check_target(target_, outcome.shape.channels);
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
-  claim(outcome.output, input);
+  claim(outcome.output, index);
   // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
   // --force, the original would be replaced by its conversion).
   std::error_code ec;
@@ -342,79 +364,99 @@ void Converter::convert_one(const InputFile& input, Outcome& outcome, unsigned t
                              format_bytes(outcome.output_bytes));
 }
 
-void Converter::print_summary(double seconds) const {
-  uint64_t converted = 0, skipped = 0, failed = 0, in = 0, out = 0;
-  for (const Outcome& o : outcomes_) {
-    if (o.status == Outcome::converted) {
-      ++converted;
-      in += o.input_bytes;
-      out += o.output_bytes;
-    }
-    skipped += o.status == Outcome::skipped;
-    failed += o.status == Outcome::failed;
+void Converter::count(const Outcome& o) {
+  switch (o.status) {
+    case Outcome::converted:
+      ++totals_.converted;
+      totals_.in += o.input_bytes;
+      totals_.out += o.output_bytes;
+      break;
+    case Outcome::skipped:
+      ++totals_.skipped;
+      break;
+    case Outcome::failed:
+      ++totals_.failed;
+      break;
+    case Outcome::pending:
+      ++totals_.not_started;
+      break;
   }
-  const uint64_t not_started = outcomes_.size() - converted - skipped - failed;
-  std::string line = command_ + ": " + std::to_string(converted) +
-                     (converted == 1 ? " file " : " files ") +
+}
+
+void Converter::print_summary(double seconds) const {
+  const Totals& t = totals_;
+  std::string line = command_ + ": " + std::to_string(t.converted) +
+                     (t.converted == 1 ? " file " : " files ") +
                      (direction_ == Direction::encode ? "encoded" : "decoded");
-  if (converted > 0) {
-    line += ", " + format_bytes(in) + " -> " + format_bytes(out);
-    if (in > 0) line += " (" + format_fixed(100.0 * double(out) / double(in), 1) + "%)";
+  if (t.converted > 0) {
+    line += ", " + format_bytes(t.in) + " -> " + format_bytes(t.out);
+    if (t.in > 0) line += " (" + format_fixed(100.0 * double(t.out) / double(t.in), 1) + "%)";
     line += " in " + format_fixed(seconds, 2) + " s";
   }
-  if (skipped > 0) line += "; skipped " + std::to_string(skipped) + " up to date";
-  if (failed > 0) line += "; " + std::to_string(failed) + " failed";
-  if (not_started > 0)
-    line += "; " + std::to_string(not_started) + " not started (an output could not be written)";
+  if (t.skipped > 0) line += "; skipped " + std::to_string(t.skipped) + " up to date";
+  if (t.failed > 0) line += "; " + std::to_string(t.failed) + " failed";
+  if (t.not_started > 0)
+    line += "; " + std::to_string(t.not_started) + " not started (an output could not be written)";
   print_note(globals_, line);
 }
 
-Json Converter::report(double seconds) const {
-  const char* done = direction_ == Direction::encode ? "encoded" : "decoded";
-  Json files = Json::array();
-  uint64_t converted = 0, skipped = 0, failed = 0, not_started = 0, in = 0, out = 0;
-  for (size_t i = 0; i < outcomes_.size(); ++i) {
-    const Outcome& o = outcomes_[i];
-    Json f = {{"input", display_path(inputs_[i].path)}};
-    if (!o.output.empty()) f["output"] = o.output.string();
-    switch (o.status) {
-      case Outcome::converted:
-        ++converted;
-        in += o.input_bytes;
-        out += o.output_bytes;
-        f["status"] = done;
-        f["width"] = o.shape.width;
-        f["height"] = o.shape.height;
-        f["channels"] = o.shape.channels;
-        f["input_bytes"] = o.input_bytes;
-        f["output_bytes"] = o.output_bytes;
-        break;
-      case Outcome::skipped:
-        ++skipped;
-        f["status"] = "skipped";
-        break;
-      case Outcome::failed:
-        ++failed;
-        f["status"] = "failed";
-        f["error"] = o.error;
-        break;
-      case Outcome::pending:
-        ++not_started;
-        f["status"] = "not_started";
-        break;
-    }
-    files.push_back(std::move(f));
+Json Converter::file_report(size_t index, const Outcome& o) const {
+  Json f = {{"input", display_path(inputs_[index].path)}};
+  if (!o.output.empty()) f["output"] = o.output.string();
+  switch (o.status) {
+    case Outcome::converted:
+      f["status"] = direction_ == Direction::encode ? "encoded" : "decoded";
+      f["width"] = o.shape.width;
+      f["height"] = o.shape.height;
+      f["channels"] = o.shape.channels;
+      f["input_bytes"] = o.input_bytes;
+      f["output_bytes"] = o.output_bytes;
+      break;
+    case Outcome::skipped:
+      f["status"] = "skipped";
+      break;
+    case Outcome::failed:
+      f["status"] = "failed";
+      f["error"] = o.error;
+      break;
+    case Outcome::pending:
+      f["status"] = "not_started";
+      break;
   }
-  return {{"schema", direction_ == Direction::encode ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"},
-          {done, converted},
-          {"skipped", skipped},
-          {"failed", failed},
-          {"not_started", not_started},
-          {"input_bytes", in},
-          {"output_bytes", out},
-          {"seconds", seconds},
-          {"files", files}};
+  return f;
 }
+
+// The totals follow the files: they are known only once every file is done.
+Json Converter::summary_report(double seconds) const {
+  return {{direction_ == Direction::encode ? "encoded" : "decoded", totals_.converted},
+          {"skipped", totals_.skipped},
+          {"failed", totals_.failed},
+          {"not_started", totals_.not_started},
+          {"input_bytes", totals_.in},
+          {"output_bytes", totals_.out},
+          {"seconds", seconds}};
+}
+
+}  // namespace
+
+ThreadSplit split_threads(const Globals& globals, const std::string& command, size_t files) {
+  ThreadSplit split;
+  split.files = static_cast<unsigned>(std::min<size_t>(std::max<size_t>(files, 1), globals.jobs));
+  // A file read and an output written at once, at most, per file worker: beyond `ulimit -n`,
+  // opens fail with EMFILE in whichever workers come last, a different file failing every run.
+  unsigned long limit = 0;
+  const unsigned fit = clamp_workers_to_fd_limit(split.files, 2, &limit);
+  if (fit < split.files)
+    print_warning(globals, command,
+                  "-j" + std::to_string(globals.jobs) + ": working on " + std::to_string(fit) +
+                      " files at a time, as many as the limit of " + std::to_string(limit) +
+                      " open files (ulimit -n) allows");
+  split.files = fit;
+  split.patches = std::max(1u, globals.jobs / split.files);
+  return split;
+}
+
+namespace {
 
 void add_common_options(CLI::App* cmd, ConvertOptions& options, const char* input_help) {
   cmd->add_option("INPUT", options.inputs, input_help)->required()->type_name("FILE|DIR|-");

@@ -3,7 +3,6 @@
 // whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <new>
@@ -34,6 +33,8 @@ void require_l3_head(ByteSpan head) {
 namespace {
 
 constexpr const char* kCommand = "l3 verify";
+// Results held at once, between a file's end and its turn in input order (see l3 encode's).
+constexpr size_t kOrderWindow = 4096;
 
 struct VerifyOptions {
   std::vector<std::string> inputs;
@@ -134,11 +135,14 @@ struct Pairing {
   std::vector<std::string> missing;              ///< originals without their L3 file
 };
 
-Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against) {
+Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against,
+                            const Globals& globals) {
   std::map<std::filesystem::path, std::vector<std::filesystem::path>> by_key;
   // The originals are what encode takes from the tree: every image but the L3 files.
-  for (const auto& c :
-       collect_inputs({against}, [](const image::Codec& c) { return c.name() != "l3"; }))
+  const ScanProgress scanning{globals, kCommand};
+  for (const auto& c : collect_inputs(
+           {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
+           &scanning))
     by_key[std::filesystem::path(c.relative).replace_extension()].push_back(c.path);
   Pairing p;
   p.originals.resize(inputs.size());
@@ -167,9 +171,10 @@ Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::str
 
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
-  auto inputs = collect_inputs(
+  const ScanProgress scanning{globals, kCommand};
+  const std::vector<InputFile> inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
-      "l3");  // a damaged *.l3 fails by name
+      "l3", &scanning);  // a damaged *.l3 fails by name
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
   const bool trees = !options.against.empty() && std::filesystem::is_directory(options.against);
   if (trees && (options.inputs.size() != 1 || !std::filesystem::is_directory(options.inputs[0])))
@@ -184,65 +189,71 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::unique_ptr<Original> original;
   Pairing pairing;
   if (trees)
-    pairing = pair_with_originals(inputs, options.against);
+    pairing = pair_with_originals(inputs, options.against, globals);
   else if (!options.against.empty())
     original = std::make_unique<Original>(decode_original(options.against));
 
-  size_t n = inputs.size();
-  unsigned file_threads =
-      static_cast<unsigned>(std::min<size_t>(std::max<size_t>(n, 1), globals.jobs));
-  unsigned patch_threads = std::max(1u, globals.jobs / file_threads);
-  std::vector<Result> results(n);
+  // Each result is reported in input order as soon as it and those before it are known, then
+  // dropped: memory does not grow with the file count.
+  const size_t n = inputs.size();
+  const ThreadSplit threads = split_threads(globals, kCommand, n);
+  std::unique_ptr<JsonStream> json;
+  if (globals.json)
+    json = std::make_unique<JsonStream>(Json{{"schema", "dlprep.l3-verify/1"}}, "files");
+  const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
+  std::vector<Result> window(slots);  // result i at i % slots
+  int code = kExitOk;
   Progress progress(globals, kCommand, n);
-  parallel_for(n, file_threads, [&](size_t i) {
-    if (!trees) {
-      results[i] = verify_one(inputs[i], original.get(), options.against, patch_threads);
-    } else if (!pairing.problems[i].empty()) {
-      results[i] = {kExitFailure, pairing.problems[i], {}};
-    } else {
-      try {
-        const Original image = decode_original(pairing.originals[i]);
-        results[i] =
-            verify_one(inputs[i], &image, display_path(pairing.originals[i]), patch_threads);
-      } catch (const Error& e) {
-        results[i] = {kExitFailure, e.what(), {}};
-      } catch (const std::exception& e) {  // std::bad_alloc from a huge original
-        results[i] = {kExitFailure, display_path(pairing.originals[i]) + ": " + e.what(), {}};
-      }
-    }
-    if (results[i].code != kExitOk) print_error(kCommand, results[i].message);
-    progress.step();
-  });
+  parallel_for_ordered(
+      n, threads.files, slots,
+      [&](size_t i) {
+        Result& result = window[i % slots];
+        if (!trees) {
+          result = verify_one(inputs[i], original.get(), options.against, threads.patches);
+        } else if (!pairing.problems[i].empty()) {
+          result = {kExitFailure, pairing.problems[i], {}};
+        } else {
+          try {
+            const Original image = decode_original(pairing.originals[i]);
+            result =
+                verify_one(inputs[i], &image, display_path(pairing.originals[i]), threads.patches);
+          } catch (const Error& e) {
+            result = {kExitFailure, e.what(), {}};
+          } catch (const std::exception& e) {  // std::bad_alloc from a huge original
+            result = {kExitFailure, display_path(pairing.originals[i]) + ": " + e.what(), {}};
+          }
+        }
+        if (result.code != kExitOk) print_error(kCommand, result.message);
+        progress.step();
+      },
+      [&](size_t i) {
+        const Result& r = window[i % slots];
+        code = worse_exit(code, r.code);
+        const std::string path = display_path(inputs[i].path);
+        if (json) {
+          Json f = {{"path", path}};
+          f["status"] = r.code == kExitOk ? "ok" : r.code == kExitMismatch ? "mismatch" : "failed";
+          if (r.code == kExitOk) {
+            f["width"] = r.shape.width;
+            f["height"] = r.shape.height;
+            f["channels"] = r.shape.channels;
+          } else {
+            f["error"] = r.message;
+          }
+          json->add(f);
+        } else if (r.code == kExitOk) {
+          write_stdout(path + ": " + r.message + "\n");
+        }
+      });
   progress.finish();
   for (const auto& path : pairing.missing)
     print_error(kCommand, path + ": no l3 file for it in " + options.inputs[0]);
-
-  int code = pairing.missing.empty() ? kExitOk : kExitFailure;
-  Json files = Json::array();
-  for (size_t i = 0; i < n; ++i) {
-    const Result& r = results[i];
-    code = worse_exit(code, r.code);
-    std::string path = display_path(inputs[i].path);
-    if (globals.json) {
-      Json f = {{"path", path}};
-      f["status"] = r.code == kExitOk ? "ok" : r.code == kExitMismatch ? "mismatch" : "failed";
-      if (r.code == kExitOk) {
-        f["width"] = r.shape.width;
-        f["height"] = r.shape.height;
-        f["channels"] = r.shape.channels;
-      } else {
-        f["error"] = r.message;
-      }
-      files.push_back(std::move(f));
-    } else if (r.code == kExitOk) {
-      std::cout << path << ": " << r.message << '\n';
-    }
-  }
-  if (globals.json) {
-    Json doc = {{"schema", "dlprep.l3-verify/1"}, {"files", files}};
-    if (!options.against.empty()) doc["against"] = options.against;
-    if (trees) doc["missing"] = pairing.missing;  // originals without their L3 file
-    print_json(doc);
+  if (!pairing.missing.empty()) code = worse_exit(code, kExitFailure);
+  if (json) {
+    Json tail = Json::object();
+    if (!options.against.empty()) tail["against"] = options.against;
+    if (trees) tail["missing"] = pairing.missing;  // originals without their L3 file
+    json->finish(tail);
   }
   return code;
 }

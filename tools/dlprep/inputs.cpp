@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
+#include "output.hpp"
 
 namespace dlprep::cli {
 namespace fs = std::filesystem;
@@ -59,9 +63,11 @@ const image::Codec* sniff_path(const fs::path& path) {
 
 std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
                                       std::vector<std::string>* empty_dirs,
-                                      bool keep_unreadable_images,
-                                      std::string_view extension_kept) {
+                                      bool keep_unreadable_images, std::string_view extension_kept,
+                                      const ScanProgress* scanning) {
   std::vector<InputFile> files;
+  std::optional<Progress> progress;  // from the first directory: named files need no walk
+  uint64_t looked_at = 0;
   for (const std::string& arg : args) {
     std::error_code ec;
     if (arg == "-" || !fs::is_directory(arg, ec)) {
@@ -69,6 +75,7 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
       continue;
     }
     std::vector<InputFile> found;
+    if (scanning && !progress) progress.emplace(scanning->globals, scanning->command, 0);
     // Directory links are followed (a subset tree of links to class folders), as in
     // convert-dataset's walk; one that leads back to a folder it is in is not (a loop).
     std::vector<DirId> ancestors = {dir_id(arg)};
@@ -98,6 +105,7 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
       }
       std::error_code file_ec;
       if (!it->is_regular_file(file_ec)) continue;
+      if (progress) progress->set(++looked_at, 0, "scanning");
       const std::string head = head_of(it->path());
       const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
       const bool kept = has_extension(it->path(), extension_kept) ||
@@ -110,11 +118,17 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
     std::sort(found.begin(), found.end(),
               [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
     if (found.empty() && empty_dirs) empty_dirs->push_back(arg);
-    files.insert(files.end(), found.begin(), found.end());
+    if (files.empty())
+      files = std::move(found);
+    else
+      files.insert(files.end(), std::make_move_iterator(found.begin()),
+                   std::make_move_iterator(found.end()));
   }
   // A file named twice (`$(wildcard *.png) $(CHANGED)` in a Makefile, `x.png $PWD/x.png`) is
   // one input, not two writers of one output: the same file (device and inode) at the same place
-  // in the output tree.
+  // in the output tree. One argument cannot name a file twice (a walk reaches each relative path
+  // once), and the set would cost as much memory as the list.
+  if (args.size() < 2) return files;
   std::set<std::tuple<uint64_t, uint64_t, fs::path>> seen;
   std::erase_if(files, [&seen](const InputFile& f) {
     struct stat st {};

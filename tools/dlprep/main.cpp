@@ -139,9 +139,10 @@ int usage_error(const std::string& path, const std::string& message) {
   return kExitUsage;
 }
 
-// `dlprep --json … | jq`: stdout holds one document, also when the command stopped early.
+// `dlprep --json … | jq`: stdout holds one document, also when the command stopped early (a
+// streamed listing is ended with the failure).
 void print_error_document(const std::string& path, const std::string& failure, int code) {
-  if (json_printed()) return;
+  if (end_json_stream(failure, code) || json_printed()) return;
   print_json(Json{
       {"schema", "dlprep.error/1"}, {"command", path}, {"error", failure}, {"exit_status", code}});
 }

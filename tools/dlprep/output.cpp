@@ -178,6 +178,88 @@ void print_json(const Json& document) {
   g_json_printed = true;
 }
 
+namespace {
+// The JsonStream being written, under g_json_mutex: whether one is open, and whether its array
+// has an element yet ("[]" or "\n  ]" ends it).
+bool g_stream_open = false;
+bool g_stream_empty = true;
+
+// `value` as dump(2) writes it `depth` spaces in: every line after the first indented by that
+// (a string holds no raw newline, JSON escapes it).
+std::string indented(const Json& value, size_t depth) {
+  Json escaped = value;
+  escape_names(escaped);
+  const std::string text = escaped.dump(2);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(depth, ' ');
+  }
+  return out;
+}
+
+// The rest of the open document: the array closed, then `tail`'s fields.
+std::string stream_ending_locked(const Json& tail) {
+  std::string text = g_stream_empty ? "[]" : "\n  ]";
+  for (const auto& [key, value] : tail.items())
+    text += ",\n  " + Json(key).dump() + ": " + indented(value, 2);
+  text += "\n}\n";
+  g_stream_open = false;
+  return text;
+}
+
+}  // namespace
+
+void write_stdout(std::string_view text) {
+  // On the terminal that shows a progress line, a listing's line would be written into it.
+  static const bool shared_terminal = ::isatty(STDOUT_FILENO) == 1;
+  std::unique_lock<std::mutex> lock;
+  if (shared_terminal) {
+    lock = std::unique_lock(g_stderr_mutex);
+    clear_progress_locked();
+  }
+  errno = 0;
+  std::cout << text;
+  note_stdout_error();
+}
+
+JsonStream::JsonStream(const Json& head, const std::string& key) {
+  std::string text = "{";
+  for (const auto& [name, value] : head.items())
+    text += "\n  " + Json(name).dump() + ": " + indented(value, 2) + ",";
+  text += "\n  " + Json(key).dump() + ": ";
+  std::lock_guard lock(g_json_mutex);
+  g_stream_open = true;
+  g_stream_empty = true;
+  g_json_printed = true;
+  write_stdout(text);
+}
+
+void JsonStream::add(const Json& element) {
+  std::string text = indented(element, 4);
+  std::lock_guard lock(g_json_mutex);
+  write_stdout((g_stream_empty ? "[\n    " : ",\n    ") + text);
+  g_stream_empty = false;
+}
+
+void JsonStream::finish(const Json& tail) {
+  std::lock_guard lock(g_json_mutex);
+  if (!g_stream_open) return;
+  write_stdout(stream_ending_locked(tail));
+  std::cout.flush();  // an interrupt exits without flushing
+  note_stdout_error();
+}
+
+bool end_json_stream(const std::string& error, int exit_status) {
+  std::lock_guard lock(g_json_mutex);
+  if (!g_stream_open) return false;
+  write_stdout(stream_ending_locked({{"error", error}, {"exit_status", exit_status}}));
+  std::cout.flush();
+  note_stdout_error();
+  return true;
+}
+
 bool json_printed() { return g_json_printed.load(); }
 
 namespace {
@@ -191,13 +273,29 @@ size_t columns_of(const std::string& cell) {
 
 }  // namespace
 
-void Table::print() const {
+void Table::add_row(std::vector<std::string> row) {
+  if (streaming_) return emit(row);
+  rows_.push_back(std::move(row));
+  if (rows_.size() >= lookahead_) print();
+}
+
+void Table::print() {
+  if (!streaming_) {
+    lay_out();
+    emit(header_);
+  }
+  for (const auto& row : rows_) emit(row);
+  rows_.clear();
+  streaming_ = lookahead_ != SIZE_MAX;
+}
+
+void Table::lay_out() {
   size_t columns = header_.size();
   for (const auto& row : rows_) columns = std::max(columns, row.size());
-  std::vector<size_t> width(columns, 0);
+  width_.assign(columns, 0);
   // A column is right-aligned when every cell in it is a number ("12", "0.331", "1.10x", "-"),
   // so that a file name that starts with a digit stays left-aligned.
-  std::vector<bool> numeric(columns, true);
+  numeric_.assign(columns, true);
   auto is_number = [](const std::string& cell) {
     if (cell == "-") return true;
     if (cell.empty() || !std::isdigit(static_cast<unsigned char>(cell[0]))) return false;
@@ -206,28 +304,29 @@ void Table::print() const {
       if (!std::isdigit(static_cast<unsigned char>(cell[i])) && cell[i] != '.') return false;
     return true;
   };
-  for (size_t i = 0; i < header_.size(); ++i) width[i] = columns_of(header_[i]);
+  for (size_t i = 0; i < header_.size(); ++i) width_[i] = columns_of(header_[i]);
   for (const auto& row : rows_)
     for (size_t i = 0; i < row.size(); ++i) {
-      width[i] = std::max(width[i], columns_of(row[i]));
-      if (!row[i].empty() && !is_number(row[i])) numeric[i] = false;
+      width_[i] = std::max(width_[i], columns_of(row[i]));
+      if (!row[i].empty() && !is_number(row[i])) numeric_[i] = false;
     }
-  auto emit = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      size_t pad = width[i] - columns_of(row[i]);
-      if (i > 0) line += "  ";
-      if (numeric[i]) line.append(pad, ' ');
-      line.append(row[i]);
-      if (!numeric[i]) line.append(pad, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    errno = 0;
-    std::cout << line << '\n';
-    note_stdout_error();
-  };
-  emit(header_);
-  for (const auto& row : rows_) emit(row);
+}
+
+void Table::emit(const std::vector<std::string>& row) const {
+  std::string line;
+  for (size_t i = 0; i < row.size(); ++i) {
+    // A row past the lookahead may have a wider cell, or a column more: it pads nothing.
+    const size_t width = i < width_.size() ? width_[i] : 0;
+    const size_t pad = width - std::min(width, columns_of(row[i]));
+    const bool numeric = i < numeric_.size() && numeric_[i];
+    if (i > 0) line += "  ";
+    if (numeric) line.append(pad, ' ');
+    line.append(row[i]);
+    if (!numeric) line.append(pad, ' ');
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  line += '\n';
+  write_stdout(line);
 }
 
 std::string format_fixed(double value, int decimals) {
@@ -411,16 +510,21 @@ void report_interrupt(int sig, int code) {
   const std::string what = std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
                                                              : sig == SIGTERM ? "SIGTERM"
                                                                               : "SIGHUP");
-  // `dlprep --json … | jq`: one document on stdout, this one unless another was begun (a stdout
-  // that blocks is not waited for long). First: scripts read it, people read stderr.
+  // `dlprep --json … | jq`: one document on stdout, this one unless another was begun, which is
+  // then ended with the reason if it is a stream (a stdout that blocks is not waited for long).
+  // First: scripts read it, people read stderr.
   if (json && g_json_mutex.try_lock_for(std::chrono::milliseconds(200))) {
-    if (!g_json_printed) {
-      const std::string doc = Json{{"schema", "dlprep.error/1"},
-                                   {"command", command},
-                                   {"error", what},
-                                   {"exit_status", code}}
-                                  .dump(2) +
-                              "\n";
+    std::string doc;
+    if (g_stream_open)
+      doc = stream_ending_locked({{"error", what}, {"exit_status", code}});
+    else if (!g_json_printed)
+      doc = Json{{"schema", "dlprep.error/1"},
+                 {"command", command},
+                 {"error", what},
+                 {"exit_status", code}}
+                .dump(2) +
+            "\n";
+    if (!doc.empty()) {
       std::cout.flush();
       (void)!::write(STDOUT_FILENO, doc.data(), doc.size());
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,10 @@ void print_warning(const Globals& globals, std::string_view command, std::string
 /// Writes a diagnostic line (summaries, -v details) to stderr as is, unless quiet.
 void print_note(const Globals& globals, std::string_view line);
 
+/// Writes text (lines of a listing) to stdout, first clearing a progress line when stdout is the
+/// terminal that shows it.
+void write_stdout(std::string_view text);
+
 /// Writes a JSON document to stdout (two-space indent, one trailing newline).
 void print_json(const Json& document);
 /// Whether print_json has written a document: with --json, a command that fails before it
@@ -65,16 +70,45 @@ bool json_printed();
 
 /// A text table printed to stdout: a header row, then rows; columns are padded to their widest
 /// cell; columns whose cells are all numbers ("12", "0.33", "1.10x", "-") are aligned right.
+/// With a `lookahead`, widths and alignment come from the first `lookahead` rows, which are
+/// printed once that many are there; later rows are printed as they are added (a wider cell
+/// widens its own row only), so that a listing of a million files is never held whole.
 class Table {
  public:
-  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
-  void add_row(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void print() const;
+  explicit Table(std::vector<std::string> header, size_t lookahead = SIZE_MAX)
+      : header_(std::move(header)), lookahead_(lookahead) {}
+  void add_row(std::vector<std::string> row);
+  /// Prints what is not printed yet: the header and every row, without a lookahead.
+  void print();
 
  private:
+  void lay_out();  // widths and alignment from the header and the rows held
+  void emit(const std::vector<std::string>& row) const;
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
+  size_t lookahead_;
+  bool streaming_ = false;  // laid out and header printed: rows go out as they come
+  std::vector<size_t> width_;
+  std::vector<bool> numeric_;
 };
+
+/// A --json document written to stdout as it is made, for listings too long to hold: the fields
+/// of `head`, then the array `key` one element at a time, then the fields of finish()'s `tail`;
+/// the text is what print_json would write for the whole. One at a time. If the command ends
+/// another way (an error, an interrupt), "error" and "exit_status" fields end the document, so
+/// that stdout still holds one valid document (end_json_stream).
+class JsonStream {
+ public:
+  JsonStream(const Json& head, const std::string& key);
+  JsonStream(const JsonStream&) = delete;
+  JsonStream& operator=(const JsonStream&) = delete;
+  void add(const Json& element);
+  void finish(const Json& tail = Json::object());
+};
+
+/// Ends the document of a JsonStream that was not finished with `error` and `exit_status`
+/// fields; false when none is open.
+bool end_json_stream(const std::string& error, int exit_status);
 
 /// "1.5 MB", "812 kB", "17 B" (decimal units, like the MB/s of benchmarks).
 std::string format_bytes(uint64_t bytes);

@@ -1,9 +1,7 @@
 #include "core/parallel.hpp"
 
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -49,25 +47,90 @@ TEST_CASE("parallel_for rethrows the exception of the lowest item, as a loop in 
   }
 }
 
-TEST_CASE("clamp_workers_to_fd_limit leaves each worker room for its files within ulimit -n") {
+TEST_CASE("parallel_for_ordered calls in_order for every item in order, after its fn") {
+  for (unsigned threads : {1u, 2u, 7u})
+    for (size_t window : {1u, 3u, 64u}) {
+      std::vector<std::atomic<int>> worked(500);
+      std::vector<size_t> order;
+      bool fn_first = true;
+      parallel_for_ordered(
+          worked.size(), threads, window, [&](size_t i) { worked[i]++; },
+          [&](size_t i) {
+            fn_first = fn_first && worked[i].load() == 1;
+            order.push_back(i);
+          });
+      CHECK(fn_first);
+      REQUIRE(order.size() == worked.size());
+      for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == i);
+    }
+}
+
+TEST_CASE("parallel_for_ordered starts no item a window or more ahead of in_order") {
+  // Item 0 is slow: without the window, the other threads would run every later item meanwhile.
+  constexpr size_t kWindow = 8;
+  std::atomic<size_t> reported{0};
+  std::atomic<size_t> furthest{0};
+  parallel_for_ordered(
+      200, 4, kWindow,
+      [&](size_t i) {
+        if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        size_t ahead = i - reported.load();
+        size_t seen = furthest.load();
+        while (ahead > seen && !furthest.compare_exchange_weak(seen, ahead)) {
+        }
+      },
+      [&](size_t i) { reported = i + 1; });
+  CHECK(furthest.load() < kWindow);
+  CHECK(reported.load() == 200);
+}
+
+TEST_CASE("parallel_for_ordered stops in_order at the lowest item that threw, and rethrows it") {
+  for (int run = 0; run < 10; ++run) {
+    std::vector<size_t> order;
+    std::string what;
+    try {
+      parallel_for_ordered(
+          100, 4, 16,
+          [](size_t i) {
+            if (i == 3) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(2));
+              throw std::runtime_error("item 3");
+            }
+            if (i == 7) throw std::runtime_error("item 7");
+          },
+          [&](size_t i) { order.push_back(i); });
+    } catch (const std::runtime_error& e) {
+      what = e.what();
+    }
+    CHECK(what == "item 3");
+    CHECK(order == std::vector<size_t>{0, 1, 2});
+  }
+  std::vector<size_t> order;
+  CHECK_THROWS_AS(parallel_for_ordered(
+                      50, 3, 4, [](size_t) {},
+                      [&](size_t i) {
+                        if (i == 10) throw std::runtime_error("in_order");
+                        order.push_back(i);
+                      }),
+                  std::runtime_error);
+  CHECK(order.size() == 10);
+}
+
+TEST_CASE("clamp_workers_to_fd_limit leaves each worker its descriptors under ulimit -n") {
   rlimit saved{};
   REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
-  const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // the descriptors open now
-  REQUIRE(lowest_free >= 0);
-  ::close(lowest_free);
-  const rlim_t limit = static_cast<rlim_t>(lowest_free) + 8 + 10;
-  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < limit) return;  // cannot raise it here
   rlimit low = saved;
-  low.rlim_cur = limit;
+  low.rlim_cur = 16;
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
-  const unsigned many = clamp_workers_to_fd_limit(64, 1);
-  const unsigned pairs = clamp_workers_to_fd_limit(64, 2);
-  const unsigned few = clamp_workers_to_fd_limit(3, 1);
-  const unsigned huge = clamp_workers_to_fd_limit(64, 1000);
+  unsigned long limit = 0;
+  const unsigned fit = clamp_workers_to_fd_limit(64, 2, &limit);
+  const unsigned one = clamp_workers_to_fd_limit(64, 100);
+  const unsigned few = clamp_workers_to_fd_limit(2, 1);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
-  CHECK(many >= 1);
-  CHECK(many <= 10);
-  CHECK(pairs <= many / 2 + 1);
-  CHECK(few == 3);   // fits: unchanged
-  CHECK(huge == 1);  // never 0 workers
+  CHECK(limit == 16);
+  CHECK(fit >= 1);
+  CHECK(fit <= 6);  // 16, less stdin, stdout, stderr and the spare ones, in twos
+  CHECK(one == 1);  // never none: a run that cannot open a file says so itself
+  CHECK(few == 2);  // fewer workers than the limit allows are left as they are
+  if (saved.rlim_cur == RLIM_INFINITY) CHECK(clamp_workers_to_fd_limit(64, 2) == 64);
 }

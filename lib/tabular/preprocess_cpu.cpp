@@ -14,10 +14,7 @@
 // Determinism: pieces are cut at fixed byte offsets, vocabularies are updated column by column in
 // row order, so every output byte is independent of the thread count.
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
-#include <exception>
-#include <mutex>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -57,53 +54,6 @@ struct Piece {
   std::vector<uint32_t> dense;
   std::vector<int32_t> sparse;
 };
-
-// parallel_for whose items also have a part that must run in item order (writing outputs,
-// counting lines). No thread ever waits for another: when an item is computed it is marked
-// ready, and whichever thread finds the writer role free runs the ordered parts of all
-// consecutive ready items, while the other threads go on computing. The first error (from either
-// part) is rethrown after the loop; after it, no further ordered part runs.
-template <typename Work, typename Ordered>
-void ordered_parallel_for(size_t count, unsigned threads, Work work, Ordered ordered) {
-  std::mutex mutex;
-  std::vector<char> ready(count, 0);
-  size_t next = 0;
-  bool writing = false, failed = false;
-  std::exception_ptr error;
-  parallel_for(count, threads, [&](size_t i) {
-    try {
-      work(i);
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      if (!error) error = std::current_exception();
-      failed = true;
-      throw;
-    }
-    std::unique_lock lock(mutex);
-    ready[i] = 1;
-    if (writing || failed) return;
-    writing = true;
-    while (!failed && next < count && ready[next]) {
-      size_t k = next;
-      lock.unlock();
-      try {
-        ordered(k);
-      } catch (...) {
-        lock.lock();
-        if (!error) error = std::current_exception();
-        failed = true;
-        writing = false;
-        throw;
-      }
-      lock.lock();
-      ++next;
-    }
-    writing = false;
-  });
-  // parallel_for rethrows the first exception it saw; `error` is the first in time either way.
-  if (error) std::rethrow_exception(error);
-  if (next != count) throw Error(Errc::internal, "ordered_parallel_for: items left unwritten");
-}
 
 // Column stride of a transposed piece: not a multiple of 4 KiB, so that the 26 column streams do
 // not all map to the same L1 cache sets (4K aliasing).
@@ -226,7 +176,7 @@ class PreprocessBackendCpu final : public PreprocessBackend {
     if (single) {
       parallel_for(count, threads, decode);  // delivered once, transformed (below)
     } else {
-      ordered_parallel_for(count, threads, decode, [&](size_t i) {
+      parallel_for_ordered(count, threads, count, decode, [&](size_t i) {
         const Piece& p = pieces_[i];
         PieceOutput out;
         out.result = p.result;
@@ -260,8 +210,8 @@ class PreprocessBackendCpu final : public PreprocessBackend {
     if (!index_rows) return;
     // The decode cache gets the rows with indices instead of values: pass 2 then maps them through
     // a table per column indexed by first appearance, never by value.
-    ordered_parallel_for(
-        count, threads,
+    parallel_for_ordered(
+        count, threads, count,
         [&](size_t i) {
           Piece& p = pieces_[i];
           uint32_t* rows = p.row_buf.data();
@@ -343,8 +293,8 @@ class PreprocessBackendCpu final : public PreprocessBackend {
   template <typename MakeBlock>
   void transform_pieces(size_t count, unsigned threads, const PieceSink& sink, MakeBlock make_block,
                         bool with_rows = false) {
-    ordered_parallel_for(
-        count, threads, [&](size_t i) { make_block(pieces_[i]); },
+    parallel_for_ordered(
+        count, threads, count, [&](size_t i) { make_block(pieces_[i]); },
         [&](size_t i) {
           const Piece& p = pieces_[i];
           PieceOutput out;

@@ -22,7 +22,12 @@ for d in ds tar; do
   [ "$(wc -l <err.txt)" = 1 ] || fail "$d: $(head -5 err.txt)"
 done
 # Room for the index alone: the limit is one above the lowest free descriptor (those that
-# ctest or the shell left open vary).
+# ctest or the shell left open vary). Not in a sanitizer build: its runtime checks memory through
+# a pipe, and with no descriptor to spare it reports each thread's start as a bad object.
+if grep -q __ubsan_handle "$(readlink -f "$(command -v dlprep)")"; then
+  echo "skipped the no-room case: a sanitizer build needs descriptors of its own" >&2
+  exit 0
+fi
 code=0
 (
   fd=3

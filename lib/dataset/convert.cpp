@@ -13,9 +13,9 @@
 // no older than its source; files made with other options were removed at the start (see
 // run()). Its record is reused from the previous index when the file is unchanged since that
 // index was written, else rebuilt by reading the file.
-// Tar layout (--shards): converted samples are kept in memory for their batch and appended in
-// source order to the open shard; what an earlier run wrote is found and kept by TarShards
-// (tar_shards.hpp has its rule).
+// Tar layout (--shards): converted samples are held until they are appended in source order to
+// the open shard, at most a few per thread; what an earlier run wrote is found and kept by
+// TarShards (tar_shards.hpp has its rule).
 #include "dataset/convert.hpp"
 
 #include <sys/stat.h>
@@ -48,6 +48,9 @@ namespace {
 // Samples per thread in one batch: enough that the wait for the slowest sample at the end of a
 // batch costs little, few enough that a batch's records are a bounded amount of memory.
 constexpr size_t kBatchPerThread = 64;
+// Samples converted ahead of the oldest one not yet accounted for: enough that one slow sample
+// does not idle the other threads, few enough that the tar layout holds little.
+constexpr size_t kWindowPerThread = 2;
 // How far ahead in the previous index a key is looked for (samples added or removed between
 // runs shift the order by a few; a different order just means records are rebuilt from files).
 constexpr size_t kLookahead = 256;
@@ -104,7 +107,8 @@ class OldIndex {
 
 class Engine {
  public:
-  explicit Engine(const ConvertOptions& options) : o_(options) {}
+  explicit Engine(const ConvertOptions& options)
+      : o_(options), threads_(std::max(1u, options.threads)) {}
   ConvertResult run();
 
  private:
@@ -115,6 +119,9 @@ class Engine {
   void for_each_batch(
       const SampleSource& source, Fn&& fn,
       Wanted&& wanted = [](const SourceEntry&) { return true; });
+  // Throws for a sample whose key cannot be a file name or is another sample's too.
+  void check_key(const Work& w) const;
+  // Converts a sample, or finds its file up to date.
   void process(Work& w) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
@@ -124,6 +131,7 @@ class Engine {
   std::optional<fs::path> recorded_source() const;
 
   const ConvertOptions& o_;
+  const unsigned threads_;
   std::optional<DirectoryLock> lock_;  // on the destination
   std::unique_ptr<MixAssigner> assigner_;
   std::optional<Manifest> old_manifest_;
@@ -145,12 +153,12 @@ const image::Codec* Engine::target_codec(size_t target) const {
 
 template <typename Fn, typename Wanted>
 void Engine::for_each_batch(const SampleSource& source, Fn&& fn, Wanted&& wanted) {
-  size_t batch_size = kBatchPerThread * std::max(1u, o_.threads);
+  size_t batch_size = kBatchPerThread * threads_;
   std::vector<SourceEntry> batch;
   auto flush = [&] {
     // Walked files are samples only if their magic bytes say image; sniff them in parallel.
     std::vector<char> keep(batch.size(), 1);
-    parallel_for(batch.size(), o_.threads, [&](size_t i) {
+    parallel_for(batch.size(), threads_, [&](size_t i) {
       if (!batch[i].named) keep[i] = is_image_candidate(batch[i].path);
     });
     std::vector<SourceEntry> kept;
@@ -319,7 +327,54 @@ ConvertResult Engine::run() {
   ListedLocations listed;               // the new index's file locations
   uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
   std::string first_wide;
-  std::atomic<uint64_t> done{0};
+  uint64_t done = 0;
+  std::string lines;               // the batch's index records
+  bool keeping = tar_ != nullptr;  // tar layout: still keeping what an earlier run wrote
+  // One sample, in source order: counted, appended to the open shard (tar layout), its record
+  // added to the index; its failure thrown unless it is skipped.
+  auto account = [&](Work& w) {
+    switch (w.status) {
+      case Work::pending:
+        return;  // stopped by an earlier failure, which is thrown first
+      case Work::failed:
+        if (!o_.skip_errors || w.writing) throw Error(w.code, w.error);
+        ++result.failed;
+        if (o_.warning) o_.warning(w.error + " (skipped)");
+        if (result.failed > o_.max_errors)
+          throw Error(w.code, "more than " + std::to_string(o_.max_errors) +
+                                  " samples failed (--max-errors); the last: " + w.error);
+        break;
+      case Work::converted:
+        if (w.source_bits > 8 && wide++ == 0) first_wide = source_name(w.entry);
+        ++result.converted;
+        result.source_bytes += w.source_bytes;
+        result.output_bytes += w.output_bytes;
+        result.stage_seconds += w.seconds;
+        break;
+      case Work::up_to_date:
+        ++result.up_to_date;
+        break;
+    }
+    if (o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
+    if (w.status == Work::failed) return;
+    if (tar_) {
+      if (w.kept) {
+        tar_->keep(*w.kept, w.record);
+      } else {
+        Stopwatch write;
+        mark_->set();
+        keeping = false;  // samples are written anew from here
+        tar_->stop_proposing();
+        tar_->add(w.record, w.member, w.data);
+        result.stage_seconds.write += write.seconds();
+        w.data = Bytes();
+      }
+    }
+    lines += format_record(w.record);
+    lines += '\n';
+    if (!tar_) listed.add(w.record.location);
+    manifest_.count(w.record);
+  };
   if (o_.progress) o_.progress({"convert-dataset", 0, total, ""});  // the conversion starts now
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     std::vector<Work> works;
@@ -338,11 +393,11 @@ ConvertResult Engine::run() {
     // With --on-error fail, samples after the first failure (in source order) are not started;
     // those before it still are, so the error reported is always the first one.
     std::atomic<size_t> first_failure{SIZE_MAX};
-    auto convert_one = [&](size_t i, bool report) {
+    auto attempt = [&](size_t i, const auto& step) {
       Work& w = works[i];
       if (i > first_failure.load(std::memory_order_relaxed)) return;
       try {
-        process(w);
+        step(w);
       } catch (const Error& e) {
         w.status = Work::failed;
         // Bad data is a failure of that sample, never a usage error.
@@ -360,71 +415,54 @@ ConvertResult Engine::run() {
         while (i < seen && !first_failure.compare_exchange_weak(seen, i)) {
         }
       }
-      if (report && o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
     };
-    parallel_for(works.size(), o_.threads, [&](size_t i) { convert_one(i, true); });
-    // Tar layout: from the first sample written (a proposed one that could not be kept, or one
-    // that was not proposed), every sample is written anew; those after it that were kept are
-    // converted now. A sample that failed (--on-error skip) is written nowhere.
-    if (tar_) {
-      size_t f = 0;
-      while (f < works.size() && (works[f].kept ? works[f].status == Work::up_to_date
-                                                : works[f].status != Work::converted))
-        ++f;
-      if (f < works.size()) {
+    auto convert = [this](Work& w) { process(w); };
+    lines.clear();
+    size_t from = 0;  // the samples before it were kept from an earlier run's shards
+    if (keeping) {
+      // Tar layout: the proposed samples that are still current are kept (cheap: no
+      // conversion), up to the first sample that is written; a sample that fails (--on-error
+      // skip) is written nowhere and breaks no chain, so one that was not proposed is converted
+      // on its own when proposed samples follow it. From the first written sample, every sample
+      // is written anew.
+      parallel_for(works.size(), threads_, [&](size_t i) {
+        if (works[i].kept)
+          attempt(i, [this](Work& w) {
+            check_key(w);
+            keep_member(w);
+          });
+      });
+      size_t last_kept = 0;
+      for (size_t i = 0; i < works.size(); ++i)
+        if (works[i].kept && works[i].status == Work::up_to_date) last_kept = i + 1;
+      for (; from < works.size(); ++from) {
+        Work& w = works[from];
+        if (!w.kept && from + 1 < last_kept) attempt(from, convert);
+        if (w.kept ? w.status != Work::up_to_date : w.status != Work::failed) break;
+        account(w);
+      }
+      bool dropped = false;  // proposals that will not be kept: the chain ends here
+      for (size_t i = from; i < works.size(); ++i) {
+        if (!works[i].kept) continue;
+        dropped = true;
+        works[i].kept.reset();
+        if (works[i].status != Work::up_to_date) continue;
+        works[i].status = Work::pending;
+        works[i].record = SampleRecord();
+      }
+      if (dropped) {
+        keeping = false;
         tar_->stop_proposing();
-        std::vector<size_t> again;
-        for (size_t i = f; i < works.size(); ++i) {
-          if (!works[i].kept) continue;
-          works[i].kept.reset();
-          if (works[i].status != Work::up_to_date) continue;
-          works[i].status = Work::pending;
-          works[i].record = SampleRecord();
-          again.push_back(i);
-        }
-        parallel_for(again.size(), o_.threads, [&](size_t k) { convert_one(again[k], false); });
       }
     }
-    std::string lines;
-    for (Work& w : works) {
-      switch (w.status) {
-        case Work::pending:
-          continue;  // stopped by an earlier failure; it is thrown below
-        case Work::failed:
-          if (!o_.skip_errors || w.writing) throw Error(w.code, w.error);
-          ++result.failed;
-          if (o_.warning) o_.warning(w.error + " (skipped)");
-          if (result.failed > o_.max_errors)
-            throw Error(w.code, "more than " + std::to_string(o_.max_errors) +
-                                    " samples failed (--max-errors); the last: " + w.error);
-          continue;
-        case Work::converted:
-          if (w.source_bits > 8 && wide++ == 0) first_wide = source_name(w.entry);
-          ++result.converted;
-          result.source_bytes += w.source_bytes;
-          result.output_bytes += w.output_bytes;
-          result.stage_seconds += w.seconds;
-          break;
-        case Work::up_to_date:
-          ++result.up_to_date;
-          break;
-      }
-      if (tar_) {
-        if (w.kept) {
-          tar_->keep(*w.kept, w.record);
-        } else {
-          Stopwatch write;
-          mark_->set();
-          tar_->add(w.record, w.member, w.data);
-          result.stage_seconds.write += write.seconds();
-          w.data = Bytes();
-        }
-      }
-      lines += format_record(w.record);
-      lines += '\n';
-      if (!tar_) listed.add(w.record.location);
-      manifest_.count(w.record);
-    }
+    // Converted in parallel, accounted in source order as they finish: the tar layout holds the
+    // encoded samples of at most the window (and those being converted), whatever their size.
+    parallel_for_ordered(
+        works.size() - from, threads_, kWindowPerThread * threads_,
+        [&](size_t k) {
+          if (works[from + k].status == Work::pending) attempt(from + k, convert);
+        },
+        [&](size_t k) { account(works[from + k]); });
     index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   });
   result.not_images = not_images_;
@@ -563,9 +601,7 @@ void Engine::remove_stale_files(const std::set<std::string>& extensions) const {
   if (ec) throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message());
 }
 
-void Engine::process(Work& w) const {
-  const TargetSpec& t = o_.mix[w.target].target;
-  const image::Codec* target = image::find_codec(t.format);
+void Engine::check_key(const Work& w) const {
   const std::string& key = w.entry.key;
   check_location(key);
   if (assigner_->is_duplicate(key))
@@ -573,7 +609,13 @@ void Engine::process(Work& w) const {
                 "sample key '" + key +
                     "' is not unique (another source file has the same path without its "
                     "extension, or the same once bytes that are not UTF-8 are written as %XX)");
-  if (w.kept && keep_member(w)) return;
+}
+
+void Engine::process(Work& w) const {
+  const TargetSpec& t = o_.mix[w.target].target;
+  const image::Codec* target = image::find_codec(t.format);
+  const std::string& key = w.entry.key;
+  check_key(w);
   ConvertStageSeconds& seconds = w.seconds;
   Stopwatch stage;
   auto lap = [&stage](double& into) {

@@ -17,6 +17,10 @@
 
 namespace dlprep::dataset {
 
+/// The files a convert thread holds open at once (the source it is reading, the output it is
+/// writing): for clamp_workers_to_fd_limit.
+inline constexpr unsigned kConvertFilesPerThread = 2;
+
 /// What to convert and how.
 struct ConvertOptions {
   std::filesystem::path source;       ///< directory tree, list file, or dlprep dataset
@@ -77,7 +81,8 @@ struct ConvertResult {
 /// manifest are only replaced at the end, atomically; the data files (or tar shards) one by one,
 /// atomically.
 /// Memory: 8 bytes per source sample (the key hashes of the mix and duplicate detection) plus one
-/// batch of samples in flight; the source walk and both indexes are streamed.
+/// batch of samples in flight (their records; the tar layout also holds the encoded samples of
+/// at most 3 per thread); the source walk and both indexes are streamed.
 ConvertResult convert_dataset(const ConvertOptions& options);
 
 }  // namespace dlprep::dataset

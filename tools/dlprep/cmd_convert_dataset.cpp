@@ -147,7 +147,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
     c.max_errors = o.max_errors;
   }
   c.force = o.force;
-  c.threads = globals.jobs;
+  c.threads = jobs_within_fd_limit(globals, kCommand, dataset::kConvertFilesPerThread);
   c.tool = version_string();
   Progress progress(globals, kCommand, 0, "files");
   if (progress.enabled())

@@ -8,7 +8,6 @@
 
 #include "command.hpp"
 #include "core/error.hpp"
-#include "core/parallel.hpp"
 #include "dataset/dataset_merge.hpp"
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
@@ -92,14 +91,7 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
 int run_verify(const DatasetOptions& o, const Globals& globals) {
   dataset::VerifyOptions v;
   v.dataset = o.dataset;
-  // Past the open-file limit, whichever thread opens last fails: clamped, never reported as a
-  // damaged sample.
-  v.threads = clamp_workers_to_fd_limit(globals.jobs, dataset::kVerifyFilesPerThread);
-  if (v.threads < globals.jobs)
-    print_warning(globals, "dataset verify",
-                  "-j" + std::to_string(globals.jobs) +
-                      " would open more files than the limit allows (ulimit -n): using " +
-                      std::to_string(v.threads) + (v.threads == 1 ? " thread" : " threads"));
+  v.threads = jobs_within_fd_limit(globals, "dataset verify", dataset::kVerifyFilesPerThread);
   Progress progress(globals, "dataset verify", 0, "samples");
   if (progress.enabled())
     v.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/file_io.hpp"
+#include "core/parallel.hpp"
 #include "core/utf8.hpp"
 
 namespace dlprep::cli {
@@ -117,6 +118,17 @@ void print_error(std::string_view command, std::string_view message) {
   std::lock_guard lock(g_stderr_mutex);
   clear_progress_locked();
   write_stderr(line);
+}
+
+unsigned jobs_within_fd_limit(const Globals& globals, std::string_view command,
+                              unsigned files_per_thread) {
+  const unsigned threads = clamp_workers_to_fd_limit(globals.jobs, files_per_thread);
+  if (threads < globals.jobs)
+    print_warning(globals, command,
+                  "-j" + std::to_string(globals.jobs) +
+                      " would open more files than the limit allows (ulimit -n): using " +
+                      std::to_string(threads) + (threads == 1 ? " thread" : " threads"));
+  return threads;
 }
 
 void print_warning(const Globals& globals, std::string_view command, std::string_view message) {

@@ -58,6 +58,12 @@ void print_warning(const Globals& globals, std::string_view command, std::string
 /// Writes a diagnostic line (summaries, -v details) to stderr as is, unless quiet.
 void print_note(const Globals& globals, std::string_view line);
 
+/// -j, or fewer threads where each holding `files_per_thread` open files would pass the open-file
+/// limit (`ulimit -n`), with a warning that says so: past it, whichever thread opens last fails,
+/// a different sample every run, reported as damaged.
+unsigned jobs_within_fd_limit(const Globals& globals, std::string_view command,
+                              unsigned files_per_thread);
+
 /// Writes text (lines of a listing) to stdout, first clearing a progress line when stdout is the
 /// terminal that shows it.
 void write_stdout(std::string_view text);

@@ -300,13 +300,28 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
   open_temp();
 }
 
+void make_directories(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec == std::errc::filename_too_long) {  // maybe only libstdc++'s depth limit: level by level
+    ec.clear();
+    fs::path prefix;
+    for (const fs::path& part : dir) {
+      prefix /= part;
+      if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) {
+        ec.assign(errno, std::generic_category());
+        break;
+      }
+    }
+    if (!ec && !fs::is_directory(dir, ec) && !ec)
+      ec = std::make_error_code(std::errc::not_a_directory);
+  }
+  if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
+}
+
 void AtomicFile::open_temp() {
   fs::path dir = final_.parent_path();
-  if (!dir.empty()) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
-  }
+  if (!dir.empty()) make_directories(dir);
   std::string pattern = (dir.empty() ? fs::path(".") : dir).string() + "/." +
                         temp_stem(final_.filename().string()) + ".tmp.XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());

@@ -124,6 +124,11 @@ class AtomicFile {
 /// link creates), or `path` itself when it is no link.
 std::filesystem::path link_destination(const std::filesystem::path& path);
 
+/// Creates a directory and its missing parents, however deep (libstdc++'s create_directories
+/// refuses more than 1000 missing levels with a false "File name too long"). Throws Error(io)
+/// "DIR: cannot create directory: …".
+void make_directories(const std::filesystem::path& dir);
+
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
 /// write_file_atomic, except that a file already holding exactly these bytes is left as it is

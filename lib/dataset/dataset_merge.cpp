@@ -82,10 +82,7 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
                                   a.st_mtim.tv_nsec == b.st_mtim.tv_nsec))
     return;
   mark.set();
-  std::error_code ec;
-  fs::create_directories(to.parent_path(), ec);
-  if (ec)
-    throw Error(Errc::io, to.parent_path().string() + ": cannot create directory: " + ec.message());
+  make_directories(to.parent_path());
   // An AtomicFile temp name: found after a SIGKILL.
   fs::path temp = to.parent_path() / temp_file_name(to.filename().string(), "linked");
   ::unlink(temp.c_str());

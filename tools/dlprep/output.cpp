@@ -163,6 +163,8 @@ void note_stdout_error() {
 std::atomic<bool> g_json_printed{false};
 // Held while a document goes to stdout, so that an interrupt's error document never lands in it.
 std::timed_mutex g_json_mutex;
+// Held while a listing's rows go to stdout, so that an interrupt can flush whole rows.
+std::timed_mutex g_stdout_mutex;
 // What an interrupt reports: the command, and whether it owes an error document (--json).
 std::mutex g_interrupt_mutex;
 std::string g_interrupt_command;
@@ -226,6 +228,7 @@ std::string stream_ending_locked(const Json& tail) {
 void write_stdout(std::string_view text) {
   // On the terminal that shows a progress line, a listing's line would be written into it.
   static const bool shared_terminal = ::isatty(STDOUT_FILENO) == 1;
+  std::lock_guard rows(g_stdout_mutex);  // before g_stderr_mutex, as report_interrupt takes them
   std::unique_lock<std::mutex> lock;
   if (shared_terminal) {
     lock = std::unique_lock(g_stderr_mutex);
@@ -540,6 +543,10 @@ void report_interrupt(int sig, int code) {
       std::cout.flush();
       (void)!::write(STDOUT_FILENO, doc.data(), doc.size());
     }
+  } else if (!json && g_stdout_mutex.try_lock_for(std::chrono::milliseconds(200))) {
+    // A listing to a file or pipe is buffered: what was printed ends with a whole row, not in
+    // the middle of one (the lock is kept: nothing more is written before the exit).
+    std::cout.flush();
   }
   print_error(command, what);
 }

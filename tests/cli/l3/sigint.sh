@@ -41,3 +41,22 @@ if [ "$code" != 0 ]; then
   [ "$code" = 130 ] || fail "timeout: exit $code, expected 130"
 fi
 no_temp_files out4
+# A listing to a file, interrupted once its first block is out: it ends with a whole row.
+dlprep -q l3 encode big.ppm -o big.l3
+mkdir links
+/usr/bin/python3 -c 'import os
+for i in range(20000): os.link("big.l3", "links/f%05d.l3" % i)'
+dlprep -j1 l3 verify links >rows.txt 2>rows.err &
+pid=$!
+for _ in $(seq 1 1000); do
+  [ -s rows.txt ] && break
+  sleep 0.01
+done
+kill -INT $pid
+code=0
+wait $pid || code=$?
+[ "$code" = 130 ] || fail "l3 verify: exit $code, expected 130"
+[ "$(tail -c 1 rows.txt | od -An -c | tr -d ' ')" = '\n' ] || fail "l3 verify: a cut row: $(tail -c 80 rows.txt)"
+grep -vq '^links/f[0-9]*\.l3: ok, 400x300x3, every patch checksum matches$' rows.txt &&
+  fail "l3 verify: $(grep -v ': ok' rows.txt | head -3)"
+[ "$(wc -l <rows.txt)" -lt 20000 ] || fail "l3 verify finished before the signal"

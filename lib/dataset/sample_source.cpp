@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/limits.hpp"
 #include "core/utf8.hpp"
 #include "dataset/manifest.hpp"
 #include "dataset/tar_format.hpp"
@@ -51,15 +52,39 @@ std::string source_name(const SourceEntry& e) {
   return e.member.empty() ? e.path.string() : e.path.string() + "(" + e.member + ")";
 }
 
-SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
-  if (e.member.empty()) {
-    read_file_into(e.path, buffer, image::check_image_head);  // a listed /dev/zero fails at once
-    bytes_ = buffer;
-    return;
-  }
-  bytes_ = shard_.emplace(e.path).bytes();
+namespace {
+
+// Reads the member's header block and data with one pread into `buffer`, and checks the header:
+// the bytes read are bounded by the shard's size, so a hostile index allocates no more than the
+// shard holds. Returns the data.
+ByteSpan read_member(const SourceEntry& e, Bytes& buffer) {
+  auto io_error = [&](const char* what) {
+    const int err = errno;  // (kept in the Error: EMFILE is the process's limit, not the shard's)
+    return Error(Errc::io, e.path.string() + ": " + what + ": " + std::strerror(err), err);
+  };
+  const int fd = ::open(e.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error("cannot open");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw io_error("cannot stat");
+  if (S_ISDIR(st.st_mode)) throw Error(Errc::io, e.path.string() + ": is a directory");
+  // A device or pipe has no size: 0, and then no member (never an endless read).
+  const uint64_t size = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  const bool inside = e.offset >= tar::kBlock && e.offset <= size;
+  const uint64_t data = inside ? std::min(e.size, size - e.offset) : 0;
+  if (data > limits::kMaxFileBytes)
+    throw Error(Errc::limit_exceeded, source_name(e) + ": input larger than 16 GiB");
+  buffer.resize(inside ? tar::kBlock + data : 0);
+  const size_t got =
+      inside ? pread_up_to(fd, buffer.data(), buffer.size(), e.offset - tar::kBlock, e.path) : 0;
+  // A shard that shrank since fstat ends where the read did.
+  const uint64_t end = got < buffer.size() ? e.offset - tar::kBlock + got : size;
   try {
-    tar::Header h = tar::header_before(bytes_, e.offset);
+    const ByteSpan block = ByteSpan(buffer).first(std::min<size_t>(got, tar::kBlock));
+    tar::Header h = tar::header_before(block, e.offset, end);
     if (h.size != e.size || h.name != tar::stored_name(e.member))
       throw Error(Errc::corrupt_data, "the tar header at offset " + std::to_string(e.offset) +
                                           " is for '" + h.name + "' (" + std::to_string(h.size) +
@@ -68,7 +93,18 @@ SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
   } catch (const Error& err) {
     throw err.with_context(source_name(e));
   }
-  bytes_ = bytes_.subspan(e.offset, e.size);
+  return ByteSpan(buffer).subspan(tar::kBlock, e.size);
+}
+
+}  // namespace
+
+SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
+  if (e.member.empty()) {
+    read_file_into(e.path, buffer, image::check_image_head);  // a listed /dev/zero fails at once
+    bytes_ = buffer;
+    return;
+  }
+  bytes_ = read_member(e, buffer);
 }
 
 bool is_image_candidate(const fs::path& path) {

@@ -36,20 +36,20 @@ struct SourceEntry {
 /// How messages name a source sample: its path, or "SHARD(MEMBER)" for a tar member.
 std::string source_name(const SourceEntry& entry);
 
-/// The bytes of a source sample: the file read whole into `buffer`, or the member's slice of its
-/// mapped shard after checking that a valid tar header for it precedes it. Pass the same buffer
-/// for every sample a thread reads, so that its memory is reused; it must outlive this object.
-/// Throws Error(io) if the file cannot be read, Error(corrupt_data) naming the member if the shard
-/// does not hold it where recorded.
+/// The bytes of a source sample, read into `buffer`: the file whole, or a tar member's header
+/// block and data, after checking that the header is a valid one for this member. Pass the same
+/// buffer for every sample a thread reads, so that its memory is reused; it must outlive this
+/// object. Throws Error(io) if the file cannot be read, Error(corrupt_data) naming the member if
+/// the shard does not hold it where recorded.
 class SourceBytes {
  public:
   SourceBytes(const SourceEntry& entry, Bytes& buffer);
   ByteSpan bytes() const { return bytes_; }
 
  private:
-  // A file is read, not mapped: each unmapping would interrupt the other converting threads (a
-  // TLB shootdown), and a reused buffer takes no page faults (~11 us each on the build VM).
-  std::optional<MappedFile> shard_;
+  // Files and shards are read, not mapped: each unmapping would interrupt the other converting
+  // threads (a TLB shootdown), and a reused buffer takes no page faults (~11 us each on the build
+  // VM).
   ByteSpan bytes_;
 };
 

@@ -250,13 +250,20 @@ bool TarReader::next(Member& member) {
 }
 
 Header header_before(ByteSpan archive, uint64_t data_offset) {
-  if (data_offset < kBlock || data_offset % kBlock != 0 || data_offset > archive.size())
+  // An offset the check below refuses has no block before it inside the archive.
+  const bool inside = data_offset >= kBlock && data_offset <= archive.size();
+  return header_before(inside ? archive.subspan(data_offset - kBlock, kBlock) : ByteSpan(),
+                       data_offset, archive.size());
+}
+
+Header header_before(ByteSpan block, uint64_t data_offset, uint64_t archive_size) {
+  if (data_offset < kBlock || data_offset % kBlock != 0 || data_offset > archive_size)
     throw corrupt("offset " + std::to_string(data_offset) +
                   " is not where a member's data can start in an archive of " +
-                  std::to_string(archive.size()) + " bytes");
+                  std::to_string(archive_size) + " bytes");
   Header h;
   try {
-    h = parse_header(archive.subspan(data_offset - kBlock, kBlock));
+    h = parse_header(block);
   } catch (const Error& e) {
     throw corrupt("no member header before offset " + std::to_string(data_offset) + ": " +
                   e.what());
@@ -264,7 +271,7 @@ Header header_before(ByteSpan archive, uint64_t data_offset) {
   if (!is_regular(h.type))
     throw corrupt("the header before offset " + std::to_string(data_offset) +
                   " is not a regular file's");
-  if (h.size > archive.size() - data_offset)
+  if (h.size > archive_size - data_offset)
     throw corrupt("member at offset " + std::to_string(data_offset) + " (" +
                   std::to_string(h.size) + " bytes) runs past the end of the archive");
   return h;

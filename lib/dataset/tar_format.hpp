@@ -1,8 +1,9 @@
 // The POSIX ustar archive format (POSIX.1-2001 pax, IEEE Std 1003.1 "pax" utility, section
 // "ustar Interchange Format" and "pax Interchange Format"), as far as dataset shards need it:
 // regular files only, names longer than the ustar name field carried by a pax "path" record,
-// sizes of 8 GiB and more in GNU base-256. Reading is for archives in memory (mapped shards) and
-// treats them as hostile: every field and offset is checked before use.
+// sizes of 8 GiB and more in GNU base-256. Reading is for archives in memory (mapped shards), or
+// a member's header block read alone, and treats them as hostile: every field and offset is checked
+// before use.
 #pragma once
 
 #include <cstdint>
@@ -77,5 +78,9 @@ class TarReader {
 /// before): checks that it is a valid regular file header and that its data lies inside the
 /// archive. Throws Error(corrupt_data) saying what is wrong.
 Header header_before(ByteSpan archive, uint64_t data_offset);
+/// The same check for an archive read in pieces (a shard read with pread): `block` is what the
+/// archive holds at data_offset - kBlock (up to kBlock bytes; anything when data_offset cannot be
+/// a member's), `archive_size` its size.
+Header header_before(ByteSpan block, uint64_t data_offset, uint64_t archive_size);
 
 }  // namespace dlprep::dataset::tar

@@ -202,4 +202,10 @@ TEST_CASE("header_before finds a member from its data offset and rejects any oth
   Bytes h2 = tar::member_headers("big.png", 4096);
   std::copy(h2.begin(), h2.end(), cut.begin());
   CHECK(error_of([&] { tar::header_before(cut, 512); }) == Errc::corrupt_data);
+  // The header block read alone (pread), with the archive's size.
+  CHECK(tar::header_before(ByteSpan(a).subspan(1024, 512), 1536, a.size()).name == "a.cls");
+  CHECK(error_of([&] { tar::header_before(ByteSpan(a).subspan(1024, 511), 1536, a.size()); }) ==
+        Errc::corrupt_data);
+  CHECK(error_of([&] { tar::header_before(ByteSpan(a).subspan(0, 512), 512, 514); }) ==
+        Errc::corrupt_data);
 }

@@ -54,9 +54,8 @@ std::string source_name(const SourceEntry& e) {
 
 namespace {
 
-// Reads the member's header block and data with one pread into `buffer`, and checks the header:
-// the bytes read are bounded by the shard's size, so a hostile index allocates no more than the
-// shard holds. Returns the data.
+// Reads the member's header block into `buffer` and checks it, then its data: a hostile index
+// (a size the header does not say) makes it allocate nothing. Returns the data.
 ByteSpan read_member(const SourceEntry& e, Bytes& buffer) {
   auto io_error = [&](const char* what) {
     const int err = errno;  // (kept in the Error: EMFILE is the process's limit, not the shard's)
@@ -74,22 +73,24 @@ ByteSpan read_member(const SourceEntry& e, Bytes& buffer) {
   // A device or pipe has no size: 0, and then no member (never an endless read).
   const uint64_t size = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
   const bool inside = e.offset >= tar::kBlock && e.offset <= size;
-  const uint64_t data = inside ? std::min(e.size, size - e.offset) : 0;
-  if (data > limits::kMaxFileBytes)
-    throw Error(Errc::limit_exceeded, source_name(e) + ": input larger than 16 GiB");
-  buffer.resize(inside ? tar::kBlock + data : 0);
+  buffer.resize(inside ? tar::kBlock : 0);
   const size_t got =
       inside ? pread_up_to(fd, buffer.data(), buffer.size(), e.offset - tar::kBlock, e.path) : 0;
-  // A shard that shrank since fstat ends where the read did.
-  const uint64_t end = got < buffer.size() ? e.offset - tar::kBlock + got : size;
   try {
-    const ByteSpan block = ByteSpan(buffer).first(std::min<size_t>(got, tar::kBlock));
-    tar::Header h = tar::header_before(block, e.offset, end);
+    tar::Header h = tar::header_before(ByteSpan(buffer).first(got), e.offset, size);
     if (h.size != e.size || h.name != tar::stored_name(e.member))
       throw Error(Errc::corrupt_data, "the tar header at offset " + std::to_string(e.offset) +
                                           " is for '" + h.name + "' (" + std::to_string(h.size) +
                                           " bytes), not this member (" + std::to_string(e.size) +
                                           " bytes)");
+    if (e.size > limits::kMaxFileBytes)
+      throw Error(Errc::limit_exceeded, "input larger than 16 GiB");
+    buffer.resize(tar::kBlock + e.size);
+    // A shard that shrank since fstat ends where the read did.
+    if (pread_up_to(fd, buffer.data() + tar::kBlock, e.size, e.offset, e.path) < e.size)
+      throw Error(Errc::corrupt_data, "member at offset " + std::to_string(e.offset) + " (" +
+                                          std::to_string(e.size) +
+                                          " bytes) runs past the end of the archive");
   } catch (const Error& err) {
     throw err.with_context(source_name(e));
   }

@@ -335,7 +335,8 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   std::error_code ec;
   const fs::path data = o.dataset / kDataDir;
   for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->symlink_status(ec).type() == fs::file_type::directory) continue;
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() == fs::file_type::directory) continue;
     const std::string location =
         (fs::path(kDataDir) / it->path().lexically_relative(data)).string();
     if (std::binary_search(listed.begin(), listed.end(), std::hash<std::string>{}(location)))
@@ -345,6 +346,9 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
                    "in data/ but not in the index (left behind by an "
                    "interrupted run or added by hand)"));
   }
+  // A walk cut short (a folder it may not read, no descriptor left) would hide what is past it.
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message(), ec.value());
   if (m.layout == "tar" && shards.size() != m.shard_files) {
     ++result.dataset_problems;
     report(differs((o.dataset / kIndexName).string(),

@@ -100,6 +100,10 @@ std::vector<fs::path> unlisted_part_shards(const fs::path& dataset_dir,
         !listed.contains(location))
       files.push_back(it->path());
   }
+  if (ec)
+    throw Error(Errc::io,
+                (dataset_dir / kDataDir).string() + ": cannot read directory: " + ec.message(),
+                ec.value());
   return files;
 }
 
@@ -130,6 +134,8 @@ std::vector<fs::path> interrupted_leftovers(const fs::path& dataset_dir,
         (fs::path(kDataDir) / path.lexically_relative(dataset_dir / kDataDir)).generic_string();
     if (extensions.count(ext) && !listed.contains(location)) files.push_back(path);
   }
+  if (ec)  // what is past the error would be left behind
+    throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message(), ec.value());
   return files;
 }
 

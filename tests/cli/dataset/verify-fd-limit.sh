@@ -39,3 +39,23 @@ code=0
 grep -qx "dlprep: error: dataset verify: out of file descriptors (Too many open files): raise the limit (ulimit -n) or use fewer threads (-j)" err.txt ||
   fail "$(head -5 err.txt)"
 [ "$(grep -c error err.txt)" = 1 ] || fail "$(head -5 err.txt)"
+# The walk of data/ for files the index does not name holds a descriptor per level: cut short
+# by the limit, it is an error, not "ok" with what lies past it unseen.
+deep=src2/c/$(printf 'd/%.0s' $(seq 40))
+mkdir -p "$deep"
+make_pnm "$deep/a.ppm" 8 8 3 1
+dlprep -q convert-dataset src2 deep --to l3
+cp "deep/data/c/$(printf 'd/%.0s' $(seq 40))a.l3" "deep/data/c/$(printf 'd/%.0s' $(seq 40))orphan.l3"
+code=0
+dlprep -q dataset verify deep >out.txt 2>err.txt || code=$?
+[ $code = 3 ] && grep -q "orphan.l3: in data/ but not in the index" err.txt ||
+  fail "orphan not found: exit $code: $(head -5 err.txt)"
+code=0
+(
+  fd=3
+  while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
+  ulimit -n $((fd + 12))
+  exec dlprep -j1 dataset verify deep
+) >out.txt 2>err.txt || code=$?
+[ $code = 1 ] || fail "a cut walk: exit $code: $(cat out.txt) $(head -5 err.txt)"
+grep -q "deep/data: cannot read directory: Too many open files" err.txt || fail "$(head -5 err.txt)"

@@ -338,11 +338,10 @@ ConvertResult Engine::run() {
         return;  // stopped by an earlier failure, which is thrown first
       case Work::failed:
         if (!o_.skip_errors || w.writing) throw Error(w.code, w.error);
-        ++result.failed;
-        if (o_.warning) o_.warning(w.error + " (skipped)");
-        if (result.failed > o_.max_errors)
+        if (++result.failed > o_.max_errors)
           throw Error(w.code, "more than " + std::to_string(o_.max_errors) +
                                   " samples failed (--max-errors); the last: " + w.error);
+        if (o_.warning) o_.warning(w.error + " (skipped)");
         break;
       case Work::converted:
         if (w.source_bits > 8 && wide++ == 0) first_wide = source_name(w.entry);
@@ -422,9 +421,9 @@ ConvertResult Engine::run() {
     if (keeping) {
       // Tar layout: the proposed samples that are still current are kept (cheap: no
       // conversion), up to the first sample that is written; a sample that fails (--on-error
-      // skip) is written nowhere and breaks no chain, so one that was not proposed is converted
-      // on its own when proposed samples follow it. From the first written sample, every sample
-      // is written anew.
+      // skip) is written nowhere and breaks no chain, so those that were not proposed are
+      // converted first when proposed samples follow them. From the first written sample, every
+      // sample is written anew.
       parallel_for(works.size(), threads_, [&](size_t i) {
         if (works[i].kept)
           attempt(i, [this](Work& w) {
@@ -432,12 +431,30 @@ ConvertResult Engine::run() {
             keep_member(w);
           });
       });
+      size_t chain = 0;  // the samples before it could be kept, as far as proposals tell
       size_t last_kept = 0;
-      for (size_t i = 0; i < works.size(); ++i)
-        if (works[i].kept && works[i].status == Work::up_to_date) last_kept = i + 1;
+      for (; chain < works.size(); ++chain) {
+        const Work& w = works[chain];
+        if (w.kept && w.status != Work::up_to_date) break;
+        if (w.kept) last_kept = chain + 1;
+      }
+      std::vector<size_t> unproposed;
+      for (size_t i = 0; i + 1 < last_kept; ++i)
+        if (!works[i].kept) unproposed.push_back(i);
+      // None is started past the first that is written (it ends the chain): they hold their
+      // encoded bytes until they are appended.
+      std::atomic<size_t> written{SIZE_MAX};
+      parallel_for(unproposed.size(), threads_, [&](size_t k) {
+        const size_t i = unproposed[k];
+        if (i > written.load()) return;
+        attempt(i, convert);
+        size_t seen = written.load();
+        while (works[i].status == Work::converted && i < seen &&
+               !written.compare_exchange_weak(seen, i)) {
+        }
+      });
       for (; from < works.size(); ++from) {
         Work& w = works[from];
-        if (!w.kept && from + 1 < last_kept) attempt(from, convert);
         if (w.kept ? w.status != Work::up_to_date : w.status != Work::failed) break;
         account(w);
       }

@@ -17,8 +17,8 @@
 
 namespace dlprep::dataset {
 
-/// The files a convert thread holds open at once (the source it is reading, the output it is
-/// writing): for clamp_workers_to_fd_limit.
+/// The files a convert thread holds open at once (the source it is reading and, in the files
+/// layout, the output it is writing): for clamp_workers_to_fd_limit.
 inline constexpr unsigned kConvertFilesPerThread = 2;
 
 /// What to convert and how.

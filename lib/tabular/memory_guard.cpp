@@ -20,8 +20,11 @@ uint64_t resident_bytes() {
 }
 
 std::string memory_text(uint64_t bytes) {
-  return bytes < (1u << 20) ? std::to_string(bytes) + " bytes"
-                            : std::to_string(bytes >> 20) + " MiB";
+  constexpr uint64_t kMiB = 1u << 20;
+  if (bytes < kMiB) return std::to_string(bytes) + " bytes";
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + " MiB";
+  const uint64_t tenths = (bytes * 10 + kMiB - 1) / kMiB;  // no overflow below 1.6 EiB
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
 }
 
 void MemoryGuard::reserve(uint64_t bytes, const std::string& what) {

@@ -40,7 +40,8 @@ class MemoryGuard {
 /// The process's resident memory now (not its peak), or 0 where /proc is not readable.
 uint64_t resident_bytes();
 
-/// "N MiB", or "N bytes" below a MiB (--max-memory 1K is no "0 MiB").
+/// "N MiB", "N.N MiB" (rounded up: a figure over a whole-MiB limit never reads as equal to
+/// it), or "N bytes" below a MiB (--max-memory 1K is no "0 MiB").
 std::string memory_text(uint64_t bytes);
 
 }  // namespace dlprep::tabular

@@ -449,8 +449,8 @@ ThreadSplit split_threads(const Globals& globals, const std::string& command, si
   if (fit < split.files)
     print_warning(globals, command,
                   "-j" + std::to_string(globals.jobs) + ": working on " + std::to_string(fit) +
-                      " files at a time, as many as the limit of " + std::to_string(limit) +
-                      " open files (ulimit -n) allows");
+                      (fit == 1 ? " file" : " files") + " at a time, as many as the limit of " +
+                      std::to_string(limit) + " open files (ulimit -n) allows");
   split.files = fit;
   split.patches = std::max(1u, globals.jobs / split.files);
   return split;

@@ -107,3 +107,12 @@ TEST_CASE("a guard's announcements balance: a vocabulary within the limit is nev
     CHECK(restored.size() == 999983);
   }
 }
+
+TEST_CASE("memory_text: whole MiB as they are, others rounded up to a tenth, small ones in bytes") {
+  using dlprep::tabular::memory_text;
+  CHECK(memory_text(1000) == "1000 bytes");
+  CHECK(memory_text(uint64_t{60} << 20) == "60 MiB");
+  CHECK(memory_text((uint64_t{60} << 20) + 1) == "60.1 MiB");  // over a 60 MiB limit, reads so
+  CHECK(memory_text((uint64_t{60} << 20) + (uint64_t{1} << 19)) == "60.5 MiB");
+  CHECK(memory_text((uint64_t{61} << 20) - 1) == "61.0 MiB");
+}

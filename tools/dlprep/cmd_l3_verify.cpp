@@ -135,21 +135,23 @@ struct Pairing {
   std::vector<std::string> missing;              ///< originals without their L3 file
 };
 
-Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against,
+Pairing pair_with_originals(const InputList& inputs, const std::string& against,
                             const Globals& globals) {
   std::map<std::filesystem::path, std::vector<std::filesystem::path>> by_key;
   // The originals are what encode takes from the tree: every image but the L3 files.
   const ScanProgress scanning{globals, kCommand};
-  for (const auto& c : collect_inputs(
-           {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
-           &scanning))
-    by_key[std::filesystem::path(c.relative).replace_extension()].push_back(c.path);
+  const InputList candidates = collect_inputs(
+      {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
+      &scanning);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    by_key[std::filesystem::path(candidates.relative(i)).replace_extension()].push_back(
+        candidates.path(i));
   Pairing p;
   p.originals.resize(inputs.size());
   p.problems.resize(inputs.size());
   std::set<std::filesystem::path> paired;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto key = std::filesystem::path(inputs[i].relative).replace_extension();
+    const auto key = std::filesystem::path(inputs.relative(i)).replace_extension();
     auto it = by_key.find(key);
     if (it == by_key.end()) {
       p.problems[i] = display_path(inputs[i].path) + ": no original " +
@@ -172,7 +174,7 @@ Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::str
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
   const ScanProgress scanning{globals, kCommand};
-  const std::vector<InputFile> inputs = collect_inputs(
+  const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
       "l3", &scanning);  // a damaged *.l3 fails by name
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");

@@ -28,17 +28,20 @@ std::string_view InputList::relative(size_t i) const {
   return std::string_view(bytes_).substr(e.begin + e.size - e.relative_size, e.relative_size);
 }
 
-void InputList::sort_from(size_t first) {
+bool path_less(std::string_view a, std::string_view b) {
   // Comparing components one by one is comparing the strings with the separator ranked below
   // every other byte: a component that is a prefix of another ("a" in "a/b", "a-c") sorts first.
   auto rank = [](char c) { return c == '/' ? 0 : static_cast<unsigned char>(c) + 1; };
-  auto path_less = [this, rank](const Entry& a, const Entry& b) {
-    const std::string_view x = std::string_view(bytes_).substr(a.begin, a.size);
-    const std::string_view y = std::string_view(bytes_).substr(b.begin, b.size);
-    return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end(),
-                                        [rank](char p, char q) { return rank(p) < rank(q); });
-  };
-  std::sort(entries_.begin() + static_cast<std::ptrdiff_t>(first), entries_.end(), path_less);
+  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                      [rank](char p, char q) { return rank(p) < rank(q); });
+}
+
+void InputList::sort_from(size_t first) {
+  const std::string_view bytes = bytes_;
+  std::sort(entries_.begin() + static_cast<std::ptrdiff_t>(first), entries_.end(),
+            [bytes](const Entry& a, const Entry& b) {
+              return path_less(bytes.substr(a.begin, a.size), bytes.substr(b.begin, b.size));
+            });
 }
 
 void InputList::erase_if(const std::function<bool(size_t i)>& drop) {

@@ -18,6 +18,10 @@ struct InputFile {
   std::filesystem::path relative;  ///< path below the directory argument; empty if given by name
 };
 
+/// Whether path `a` sorts before `b` as std::filesystem::path orders them (component by
+/// component), for paths whose separators are single slashes, as a walk makes them.
+bool path_less(std::string_view a, std::string_view b);
+
 /// A list of InputFile: each path is stored once, in one buffer, and its relative path is the
 /// tail of it (a walk finds DIR/REL). Files are made on demand.
 class InputList {
@@ -32,8 +36,7 @@ class InputList {
   std::string_view path(size_t i) const;
   std::string_view relative(size_t i) const;
 
-  /// Sorts the files from `first` on by path in std::filesystem::path's order (component by
-  /// component), for paths whose separators are single slashes, as a walk makes them.
+  /// Sorts the files from `first` on by path (path_less).
   void sort_from(size_t first);
   /// Removes the files whose index `drop` returns true for (called once per file, in order),
   /// keeping the others' order; their bytes stay, as removing is for the few named twice.

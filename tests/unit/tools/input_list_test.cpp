@@ -34,6 +34,15 @@ TEST_CASE("a relative path that is not the tail of its path is refused as a bug"
   CHECK(list.empty());
 }
 
+TEST_CASE("path_less compares component by component, as std::filesystem::path does") {
+  CHECK(path_less("a/b", "a-c"));  // "a" < "a-c", though '/' > '-'
+  CHECK_FALSE(path_less("a-c", "a/b"));
+  CHECK(path_less("a", "a/b"));
+  CHECK(path_less("sub/new", "sub/noext"));
+  CHECK_FALSE(path_less("x", "x"));
+  CHECK(path_less("z", "\xc3\xa9"));  // bytes compare unsigned
+}
+
 TEST_CASE("sort_from orders the files after `first` as std::filesystem::path does") {
   // Names from bytes that sort around the separator ('-' and '.' below '/', '0' and 'a' above,
   // a UTF-8 byte above all): "a/b" sorts before "a-c" as paths, after it as strings.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <set>
@@ -30,11 +31,20 @@ fs::path data_folder(const fs::path& dataset_dir) {
 }  // namespace
 
 void ListedLocations::add(std::string_view location) {
-  hashes_.insert(std::hash<std::string_view>{}(location));
+  const uint64_t h = std::hash<std::string_view>{}(location);
+  if (!hashes_.empty() && hashes_.back() == h) return;
+  hashes_.push_back(h);
+  sorted_ = false;
 }
 
 bool ListedLocations::contains(std::string_view location) const {
-  return hashes_.count(std::hash<std::string_view>{}(location)) > 0;
+  if (!sorted_) {
+    std::sort(hashes_.begin(), hashes_.end());
+    hashes_.erase(std::unique(hashes_.begin(), hashes_.end()), hashes_.end());
+    sorted_ = true;
+  }
+  return std::binary_search(hashes_.begin(), hashes_.end(),
+                            std::hash<std::string_view>{}(location));
 }
 
 std::vector<fs::path> orphan_files(const fs::path& dataset_dir, const ListedLocations& listed) {

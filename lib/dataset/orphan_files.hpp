@@ -6,20 +6,24 @@
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 namespace dlprep::dataset {
 
 /// The locations (a file, or a tar shard) a new index names, as hashes: 8 bytes a sample, for
-/// indices of millions.
+/// indices of millions. Not for two threads at once (a lookup may sort).
 class ListedLocations {
  public:
   void add(std::string_view location);
+  /// Not from two threads at once: the first lookup sorts.
   bool contains(std::string_view location) const;
 
  private:
-  std::unordered_set<uint64_t> hashes_;
+  // Sorted at the first lookup after an add (the lookups come once the index is written), then
+  // searched by halves: 8 bytes a location where a hash set's node took 40 (a merge of 200k
+  // samples: 11.3 MB of anonymous memory, 6.2 MB now). A tar shard's samples add it once.
+  mutable std::vector<uint64_t> hashes_;
+  mutable bool sorted_ = true;
 };
 
 /// The files that DIR/samples.jsonl (the index about to be replaced) names and `listed` does not,

@@ -73,7 +73,7 @@ int run_info(const InfoOptions& options, const Globals& globals) {
   // those in formats dlprep does not read too (an error naming the format, as encode gives).
   std::vector<std::string> empty_dirs;
   const ScanProgress scanning{globals, kCommand};
-  const std::vector<InputFile> inputs = collect_inputs(
+  const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, {}, &scanning);
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
@@ -88,7 +88,8 @@ int run_info(const InfoOptions& options, const Globals& globals) {
               kTableLookahead);
   bool any_row = false;
   Progress progress(globals, kCommand, inputs.size());
-  for (const InputFile& input : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputFile input = inputs[i];
     try {
       Json j = describe(input);
       if (json) {

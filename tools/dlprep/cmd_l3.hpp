@@ -35,10 +35,9 @@ int run_l3_device_bench(const BenchDeviceOptions& options, const Globals& global
 /// to `load(i, bytes)`, which keeps what it needs. A file that fails (unreadable, corrupt, out of
 /// memory) is reported with its path and reason and left out; `code` becomes the worst exit code
 /// of the files (cmd_l3_bench.cpp).
-std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
-                                         const Globals& globals, int& code,
-                                         const std::function<void(size_t count)>& prepare,
-                                         const std::function<void(size_t i, ByteSpan bytes)>& load);
+InputList load_bench_inputs(const std::vector<std::string>& args, const Globals& globals, int& code,
+                            const std::function<void(size_t count)>& prepare,
+                            const std::function<void(size_t i, ByteSpan bytes)>& load);
 
 /// Throws unless `head`, a file's first bytes, starts an L3 file: Error(corrupt_data) "empty file",
 /// Error(unsupported) "not an l3 file (format png)". Also a HeadCheck (core/file_io.hpp), so that a

@@ -276,10 +276,9 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
 
 }  // namespace
 
-std::vector<InputFile> load_bench_inputs(const std::vector<std::string>& args,
-                                         const Globals& globals, int& code,
-                                         const std::function<void(size_t count)>& prepare,
-                                         const std::function<void(size_t i, ByteSpan bytes)>& load) {
+InputList load_bench_inputs(const std::vector<std::string>& args, const Globals& globals, int& code,
+                            const std::function<void(size_t count)>& prepare,
+                            const std::function<void(size_t i, ByteSpan bytes)>& load) {
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
       args, [](const image::Codec&) { return true; }, &empty_dirs);

@@ -161,7 +161,7 @@ class Converter {
   uint32_t patch_ = 0;
   std::string target_;
   std::unique_ptr<OutputPlan> plan_;
-  std::vector<InputFile> inputs_;
+  InputList inputs_;
   Totals totals_;
   std::atomic<bool> stopped_{false};  // an output could not be written
   std::mutex claim_mutex_;
@@ -271,7 +271,7 @@ void Converter::claim(const fs::path& output, size_t index) {
   auto [it, inserted] = claimed_.emplace(output.lexically_normal().string(), index);
   if (!inserted)
     throw Error(Errc::invalid_argument, "output " + output.string() + " is also written from " +
-                                            inputs_[it->second].path.string() + "; skipped");
+                                            std::string(inputs_.path(it->second)) + "; skipped");
 }
 
 // An output newer than its input is still stale when it is not what this run would write: an
@@ -296,7 +296,7 @@ bool Converter::output_is_as_requested(const fs::path& output, const ImageShape&
 }
 
 void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
-  const InputFile& input = inputs_[index];
+  const InputFile input = inputs_[index];
   bool encoding = direction_ == Direction::encode;
   std::unique_ptr<MappedFile> file;
   if (encoding) {

@@ -2,11 +2,10 @@
 // and with --against, bit-exact equality with the original image, or with the originals of a
 // whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <new>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -128,51 +127,88 @@ Original decode_original(const std::filesystem::path& path) {
 }
 
 // The originals of a tree that l3 encode mirrored: OUT/rel/NAME.l3 came from IN/rel/NAME.EXT, so
-// each L3 file's original is found by its relative path without the extension.
-struct Pairing {
-  std::vector<std::filesystem::path> originals;  ///< per L3 file; empty when it has none
-  std::vector<std::string> problems;             ///< per L3 file: why it has none
-  std::vector<std::string> missing;              ///< originals without their L3 file
-};
-
-Pairing pair_with_originals(const std::vector<InputFile>& inputs, const std::string& against,
-                            const Globals& globals) {
-  std::map<std::filesystem::path, std::vector<std::filesystem::path>> by_key;
-  // The originals are what encode takes from the tree: every image but the L3 files.
-  const ScanProgress scanning{globals, kCommand};
-  for (const auto& c : collect_inputs(
-           {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
-           &scanning))
-    by_key[std::filesystem::path(c.relative).replace_extension()].push_back(c.path);
-  Pairing p;
-  p.originals.resize(inputs.size());
-  p.problems.resize(inputs.size());
-  std::set<std::filesystem::path> paired;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const auto key = std::filesystem::path(inputs[i].relative).replace_extension();
-    auto it = by_key.find(key);
-    if (it == by_key.end()) {
-      p.problems[i] = display_path(inputs[i].path) + ": no original " +
-                      display_path(std::filesystem::path(against) / key) + ".* to compare with";
-      continue;
+// each L3 file's original is found by its relative path without the extension. Indices into the
+// originals' list, sorted by that key: maps and sets of paths took about 1 KB a file.
+class Pairing {
+ public:
+  Pairing() = default;
+  Pairing(const InputList& inputs, const std::string& against, const Globals& globals)
+      : against_(against) {
+    // The originals are what encode takes from the tree: every image but the L3 files.
+    const ScanProgress scanning{globals, kCommand};
+    originals_ = collect_inputs(
+        {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
+        &scanning);
+    by_key_.resize(originals_.size());
+    for (size_t k = 0; k < by_key_.size(); ++k) by_key_[k] = k;
+    // Stable: the originals of one key stay in the walk's order.
+    std::stable_sort(by_key_.begin(), by_key_.end(), [this](size_t a, size_t b) {
+      return path_less(original_key(a), original_key(b));
+    });
+    group_.resize(inputs.size(), kNone);
+    std::vector<bool> paired(by_key_.size(), false);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string_view key = key_of(inputs.relative(i));
+      auto it = std::lower_bound(
+          by_key_.begin(), by_key_.end(), key,
+          [this](size_t k, std::string_view x) { return path_less(original_key(k), x); });
+      if (it == by_key_.end() || original_key(*it) != key) continue;
+      group_[i] = static_cast<size_t>(it - by_key_.begin());
+      paired[group_[i]] = true;
     }
-    paired.insert(key);
-    if (it->second.size() > 1)
-      p.problems[i] = display_path(inputs[i].path) + ": two originals, " +
-                      display_path(it->second[0]) + " and " + display_path(it->second[1]);
-    else
-      p.originals[i] = it->second[0];
+    for (size_t g = 0; g < by_key_.size();) {
+      size_t end = g + 1;
+      while (end < by_key_.size() && original_key(by_key_[end]) == original_key(by_key_[g])) ++end;
+      if (!paired[g])
+        for (size_t k = g; k < end; ++k)
+          missing_.push_back(display_path(originals_.path(by_key_[k])));
+      g = end;
+    }
   }
-  for (const auto& [key, paths] : by_key)
-    if (!paired.count(key))
-      for (const auto& path : paths) p.missing.push_back(display_path(path));
-  return p;
-}
+
+  /// Why L3 file i of `inputs` has no original to compare with; empty when it has one.
+  std::string problem(const InputList& inputs, size_t i) const {
+    const size_t g = group_[i];
+    if (g == kNone)
+      return display_path(inputs.path(i)) + ": no original " +
+             display_path(std::filesystem::path(against_) / key_of(inputs.relative(i))) +
+             ".* to compare with";
+    if (g + 1 < by_key_.size() && original_key(by_key_[g + 1]) == original_key(by_key_[g]))
+      return display_path(inputs.path(i)) + ": two originals, " +
+             display_path(originals_.path(by_key_[g])) + " and " +
+             display_path(originals_.path(by_key_[g + 1]));
+    return {};
+  }
+  /// The original of L3 file i, when problem() is empty.
+  std::filesystem::path original(size_t i) const { return originals_.path(by_key_[group_[i]]); }
+  /// The originals without their L3 file.
+  const std::vector<std::string>& missing() const { return missing_; }
+
+ private:
+  static constexpr size_t kNone = SIZE_MAX;
+
+  // The relative path without its extension, as std::filesystem::path::replace_extension() has
+  // it (a name's leading dot starts no extension).
+  static std::string_view key_of(std::string_view relative) {
+    const size_t name = relative.rfind('/') + 1;  // 0 without a slash
+    const size_t dot = relative.rfind('.');
+    const std::string_view filename = relative.substr(name);
+    if (dot == std::string_view::npos || dot <= name || filename == "..") return relative;
+    return relative.substr(0, dot);
+  }
+  std::string_view original_key(size_t k) const { return key_of(originals_.relative(k)); }
+
+  std::string against_;
+  InputList originals_;
+  std::vector<size_t> by_key_;  // indices into originals_, sorted by key
+  std::vector<size_t> group_;   // per L3 file: where its key starts in by_key_; kNone if absent
+  std::vector<std::string> missing_;
+};
 
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
   const ScanProgress scanning{globals, kCommand};
-  const std::vector<InputFile> inputs = collect_inputs(
+  const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
       "l3", &scanning);  // a damaged *.l3 fails by name
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
@@ -189,7 +225,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   std::unique_ptr<Original> original;
   Pairing pairing;
   if (trees)
-    pairing = pair_with_originals(inputs, options.against, globals);
+    pairing = Pairing(inputs, options.against, globals);
   else if (!options.against.empty())
     original = std::make_unique<Original>(decode_original(options.against));
 
@@ -210,17 +246,17 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
         Result& result = window[i % slots];
         if (!trees) {
           result = verify_one(inputs[i], original.get(), options.against, threads.patches);
-        } else if (!pairing.problems[i].empty()) {
-          result = {kExitFailure, pairing.problems[i], {}};
+        } else if (std::string problem = pairing.problem(inputs, i); !problem.empty()) {
+          result = {kExitFailure, std::move(problem), {}};
         } else {
+          const std::filesystem::path original_path = pairing.original(i);
           try {
-            const Original image = decode_original(pairing.originals[i]);
-            result =
-                verify_one(inputs[i], &image, display_path(pairing.originals[i]), threads.patches);
+            const Original image = decode_original(original_path);
+            result = verify_one(inputs[i], &image, display_path(original_path), threads.patches);
           } catch (const Error& e) {
             result = {kExitFailure, e.what(), {}};
           } catch (const std::exception& e) {  // std::bad_alloc from a huge original
-            result = {kExitFailure, display_path(pairing.originals[i]) + ": " + e.what(), {}};
+            result = {kExitFailure, display_path(original_path) + ": " + e.what(), {}};
           }
         }
         if (result.code != kExitOk) print_error(kCommand, result.message);
@@ -246,13 +282,13 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
         }
       });
   progress.finish();
-  for (const auto& path : pairing.missing)
+  for (const auto& path : pairing.missing())
     print_error(kCommand, path + ": no l3 file for it in " + options.inputs[0]);
-  if (!pairing.missing.empty()) code = worse_exit(code, kExitFailure);
+  if (!pairing.missing().empty()) code = worse_exit(code, kExitFailure);
   if (json) {
     Json tail = Json::object();
     if (!options.against.empty()) tail["against"] = options.against;
-    if (trees) tail["missing"] = pairing.missing;  // originals without their L3 file
+    if (trees) tail["missing"] = pairing.missing();  // originals without their L3 file
     json->finish(tail);
   }
   return code;

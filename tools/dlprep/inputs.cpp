@@ -7,11 +7,10 @@
 #include <cctype>
 #include <cstdint>
 #include <fstream>
-#include <iterator>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "output.hpp"
@@ -61,20 +60,19 @@ const image::Codec* sniff_path(const fs::path& path) {
   return head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
 }
 
-std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
-                                      std::vector<std::string>* empty_dirs,
-                                      bool keep_unreadable_images, std::string_view extension_kept,
-                                      const ScanProgress* scanning) {
-  std::vector<InputFile> files;
+InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
+                         std::vector<std::string>* empty_dirs, bool keep_unreadable_images,
+                         std::string_view extension_kept, const ScanProgress* scanning) {
+  InputList files;
   std::optional<Progress> progress;  // from the first directory: named files need no walk
   uint64_t looked_at = 0;
   for (const std::string& arg : args) {
     std::error_code ec;
     if (arg == "-" || !fs::is_directory(arg, ec)) {
-      files.push_back({arg, {}});
+      files.push_back(arg);
       continue;
     }
-    std::vector<InputFile> found;
+    const size_t first = files.size();
     if (scanning && !progress) progress.emplace(scanning->globals, scanning->command, 0);
     // Directory links are followed (a subset tree of links to class folders), as in
     // convert-dataset's walk; one that leads back to a folder it is in is not (a loop).
@@ -112,36 +110,47 @@ std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, cons
                         (codec ? keep(*codec)
                                : keep_unreadable_images &&
                                      image::unreadable_image_format(bytes_of(head)) != nullptr);
-      if (kept) found.push_back({it->path(), it->path().lexically_relative(arg)});
+      if (kept) files.push_back(it->path().native(), it->path().lexically_relative(arg).native());
     }
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
-    std::sort(found.begin(), found.end(),
-              [](const InputFile& a, const InputFile& b) { return a.path < b.path; });
-    if (found.empty() && empty_dirs) empty_dirs->push_back(arg);
-    if (files.empty())
-      files = std::move(found);
-    else
-      files.insert(files.end(), std::make_move_iterator(found.begin()),
-                   std::make_move_iterator(found.end()));
+    files.sort_from(first);
+    if (files.size() == first && empty_dirs) empty_dirs->push_back(arg);
   }
   // A file named twice (`$(wildcard *.png) $(CHANGED)` in a Makefile, `x.png $PWD/x.png`) is
   // one input, not two writers of one output: the same file (device and inode) at the same place
   // in the output tree. One argument cannot name a file twice (a walk reaches each relative path
-  // once), and the set would cost as much memory as the list.
+  // once). The files are sorted by (device, inode, relative path, index), so that all but the
+  // first of each group drop; 24 bytes a file, not a set of paths as large as the list.
   if (args.size() < 2) return files;
-  std::set<std::tuple<uint64_t, uint64_t, fs::path>> seen;
-  std::erase_if(files, [&seen](const InputFile& f) {
+  struct Key {
+    uint64_t dev, ino;
+    size_t index;
+  };
+  std::vector<Key> keys;
+  for (size_t i = 0; i < files.size(); ++i) {
     struct stat st {};
-    if (f.path == "-" || ::stat(f.path.c_str(), &st) != 0) return false;  // its error comes later
-    return !seen.emplace(st.st_dev, st.st_ino, f.relative).second;
+    const std::string path(files.path(i));
+    if (path == "-" || ::stat(path.c_str(), &st) != 0) continue;  // its error comes later
+    keys.push_back({st.st_dev, st.st_ino, i});
+  }
+  auto same_place = [&files](const Key& a, const Key& b) {
+    return std::tie(a.dev, a.ino) == std::tie(b.dev, b.ino) &&
+           files.relative(a.index) == files.relative(b.index);
+  };
+  std::sort(keys.begin(), keys.end(), [&files](const Key& a, const Key& b) {
+    return std::forward_as_tuple(a.dev, a.ino, files.relative(a.index), a.index) <
+           std::forward_as_tuple(b.dev, b.ino, files.relative(b.index), b.index);
   });
+  std::vector<bool> dropped(files.size(), false);
+  for (size_t k = 1; k < keys.size(); ++k)
+    if (same_place(keys[k - 1], keys[k])) dropped[keys[k].index] = true;
+  files.erase_if([&dropped](size_t i) { return dropped[i]; });
   return files;
 }
 
-OutputPlan::OutputPlan(const fs::path& out, const std::vector<InputFile>& inputs) : out_(out) {
-  bool several =
-      inputs.size() > 1 || std::any_of(inputs.begin(), inputs.end(),
-                                       [](const InputFile& f) { return !f.relative.empty(); });
+OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out) {
+  // One file found in a directory argument is still a tree to mirror.
+  const bool several = inputs.size() > 1 || (inputs.size() == 1 && !inputs.relative(0).empty());
   if (out == "-") {
     if (inputs.size() > 1)
       throw Error(Errc::invalid_argument, "-o -: standard output takes one image, but " +

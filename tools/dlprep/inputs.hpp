@@ -10,14 +10,9 @@
 
 #include "command.hpp"
 #include "image/codec.hpp"
+#include "input_list.hpp"
 
 namespace dlprep::cli {
-
-/// One file to process.
-struct InputFile {
-  std::filesystem::path path;      ///< as given, or found under a directory argument; "-" = stdin
-  std::filesystem::path relative;  ///< path below the directory argument; empty if given by name
-};
 
 /// Whom collect_inputs shows the progress of its walk, and as which command.
 struct ScanProgress {
@@ -42,11 +37,10 @@ using CodecFilter = std::function<bool(const image::Codec&)>;
 /// tree) is kept once. With `scanning`, a directory's walk shows its progress, the files looked
 /// at so far ("info (scanning): 1200 files"): a walk of a million files takes tens of seconds.
 /// Throws Error(io) when a directory cannot be read.
-std::vector<InputFile> collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
-                                      std::vector<std::string>* empty_dirs = nullptr,
-                                      bool keep_unreadable_images = false,
-                                      std::string_view extension_kept = {},
-                                      const ScanProgress* scanning = nullptr);
+InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
+                         std::vector<std::string>* empty_dirs = nullptr,
+                         bool keep_unreadable_images = false, std::string_view extension_kept = {},
+                         const ScanProgress* scanning = nullptr);
 
 /// The codec whose magic bytes start the file, reading only its first bytes; nullptr if none or
 /// if it cannot be read.
@@ -58,7 +52,7 @@ const image::Codec* sniff_path(const std::filesystem::path& path);
 class OutputPlan {
  public:
   /// Throws Error(invalid_argument) for "-o -" with more than one input.
-  OutputPlan(const std::filesystem::path& out, const std::vector<InputFile>& inputs);
+  OutputPlan(const std::filesystem::path& out, const InputList& inputs);
   bool to_directory() const { return to_directory_; }
   bool to_stdout() const { return out_ == "-"; }
   /// The output path of an input, with extension `ext` (no dot) when OUT is a directory.

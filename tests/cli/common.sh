@@ -25,6 +25,19 @@ expect_exit() {
 }
 
 # make_pnm FILE WIDTH HEIGHT CHANNELS(1|3) SEED: a deterministic noisy gradient as binary PGM/PPM.
+# Sends SIGINT to PID once the shell command CONDITION succeeds (tried every 10 ms for up to
+# 10 s), and waits for PID: its exit status is then in $code.
+interrupt_when() {
+  local pid=$1 condition=$2
+  for _ in $(seq 1 1000); do
+    eval "$condition" && break
+    sleep 0.01
+  done
+  kill -INT "$pid"
+  code=0
+  wait "$pid" || code=$?
+}
+
 make_pnm() {
   /usr/bin/python3 - "$@" <<'PY'
 import random, sys

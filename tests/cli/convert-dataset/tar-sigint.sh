@@ -8,14 +8,7 @@ mkdir -p src/a
 for i in $(seq 1 120); do ln big.ppm src/a/img$(printf %03d $i).ppm; done
 # The signal comes once the second shard is complete (so that the rerun has shards to keep).
 dlprep -q -j1 convert-dataset src ds --to png:1 --shards 2MB &
-pid=$!
-for _ in $(seq 1 600); do
-  [ -e ds/data/shard-000001.tar ] && break
-  sleep 0.05
-done
-kill -INT $pid
-code=0
-wait $pid || code=$?
+interrupt_when $! '[ -e ds/data/shard-000001.tar ]'
 [ "$code" = 130 ] || fail "exit $code, expected 130 (did it finish before the signal?)"
 no_temp_files ds
 [ ! -e ds/samples.jsonl ] || fail "an index was recorded"

@@ -21,20 +21,26 @@ for d in ds tar; do
     fail "$d: no warning: $(cat err.txt)"
   [ "$(wc -l <err.txt)" = 1 ] || fail "$d: $(head -5 err.txt)"
 done
-# Room for the index alone: the limit is one above the lowest free descriptor (those that
-# ctest or the shell left open vary). Not in a sanitizer build: its runtime checks memory through
+# Room for the index alone. Not in a sanitizer build: its runtime checks memory through
 # a pipe, and with no descriptor to spare it reports each thread's start as a bad object.
 if grep -q __ubsan_handle "$(readlink -f "$(command -v dlprep)")"; then
   echo "skipped the no-room case: a sanitizer build needs descriptors of its own" >&2
   exit 0
 fi
+# Runs "$@" with room for N more descriptors than are open: the limit is N above the lowest
+# free descriptor (those that ctest or the shell left open vary).
+with_room_for() {
+  local n=$1
+  shift
+  (
+    fd=3
+    while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
+    ulimit -n $((fd + n))
+    exec "$@"
+  )
+}
 code=0
-(
-  fd=3
-  while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
-  ulimit -n $((fd + 1))
-  exec dlprep -j4 dataset verify tar
-) >out.txt 2>err.txt || code=$?
+with_room_for 1 dlprep -j4 dataset verify tar >out.txt 2>err.txt || code=$?
 [ $code = 1 ] || fail "exit $code: $(head -5 err.txt)"
 grep -qx "dlprep: error: dataset verify: out of file descriptors (Too many open files): raise the limit (ulimit -n) or use fewer threads (-j)" err.txt ||
   fail "$(head -5 err.txt)"
@@ -51,11 +57,6 @@ dlprep -q dataset verify deep >out.txt 2>err.txt || code=$?
 [ $code = 3 ] && grep -q "orphan.l3: in data/ but not in the index" err.txt ||
   fail "orphan not found: exit $code: $(head -5 err.txt)"
 code=0
-(
-  fd=3
-  while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
-  ulimit -n $((fd + 12))
-  exec dlprep -j1 dataset verify deep
-) >out.txt 2>err.txt || code=$?
+with_room_for 12 dlprep -j1 dataset verify deep >out.txt 2>err.txt || code=$?
 [ $code = 1 ] || fail "a cut walk: exit $code: $(cat out.txt) $(head -5 err.txt)"
 grep -q "deep/data: cannot read directory: Too many open files" err.txt || fail "$(head -5 err.txt)"

@@ -10,15 +10,8 @@ n=0
 for opts in -j1 -j2 "-j2 --json"; do
   n=$((n + 1))
   dlprep -q $opts l3 encode many -o out$n >out$n.txt 2>err$n.txt &
-  pid=$!
   # Signal once the first outputs exist, so that it lands mid-run.
-  for _ in $(seq 1 1000); do
-    [ "$(ls out$n 2>/dev/null | wc -l)" -ge 2 ] && break
-    sleep 0.01
-  done
-  kill -INT $pid
-  code=0
-  wait $pid || code=$?
+  interrupt_when $! '[ "$(ls out$n 2>/dev/null | wc -l)" -ge 2 ]'
   [ "$code" = 130 ] || fail "$opts: exit $code, expected 130"
   [ "$(ls out$n | wc -l)" -lt 300 ] || fail "$opts: the encode finished before the signal"
   no_temp_files out$n
@@ -47,14 +40,7 @@ mkdir links
 /usr/bin/python3 -c 'import os
 for i in range(20000): os.link("big.l3", "links/f%05d.l3" % i)'
 dlprep -j1 l3 verify links >rows.txt 2>rows.err &
-pid=$!
-for _ in $(seq 1 1000); do
-  [ -s rows.txt ] && break
-  sleep 0.01
-done
-kill -INT $pid
-code=0
-wait $pid || code=$?
+interrupt_when $! '[ -s rows.txt ]'
 [ "$code" = 130 ] || fail "l3 verify: exit $code, expected 130"
 [ "$(tail -c 1 rows.txt | od -An -c | tr -d ' ')" = '\n' ] || fail "l3 verify: a cut row: $(tail -c 80 rows.txt)"
 grep -vq '^links/f[0-9]*\.l3: ok, 400x300x3, every patch checksum matches$' rows.txt &&

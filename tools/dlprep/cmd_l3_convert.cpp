@@ -149,6 +149,10 @@ class Converter {
   Image decode_on_device(ByteSpan file);
   // Claims an output path; two inputs writing the same output is an error for the second.
   void claim(const fs::path& output, size_t index);
+  // Claims the outputs that the inputs' names alone give, in input order before any file is
+  // converted, so that "the second" is the later input whichever thread comes first (a decode
+  // to a format whose extension depends on the channels claims as it goes).
+  void claim_in_order();
   void count(const Outcome& outcome);
   Json file_report(size_t index, const Outcome& outcome) const;
   void print_summary(double seconds) const;
@@ -166,6 +170,8 @@ class Converter {
   std::atomic<bool> stopped_{false};  // an output could not be written
   std::mutex claim_mutex_;
   std::unordered_map<std::string, size_t> claimed_;  // output path -> the input writing it
+  bool claimed_ahead_ = false;                       // by claim_in_order
+  std::unordered_map<size_t, std::string> clashes_;  // input -> its claim's error, ahead
   // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
   // serialised); null for the CPU path, which decodes each file with its own threads.
   std::unique_ptr<l3::BatchDecoder> device_decoder_;
@@ -224,6 +230,7 @@ int Converter::run() {
   if (globals_.json)
     json = std::make_unique<JsonStream>(
         Json{{"schema", encoding ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"}}, "files");
+  claim_in_order();
   const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
   std::vector<Outcome> window(slots);  // outcome i at i % slots
   Progress progress(globals_, command_, n);
@@ -263,6 +270,26 @@ int Converter::run() {
   else
     print_summary(seconds);
   return totals_.failed > 0 || totals_.not_started > 0 ? kExitFailure : kExitOk;
+}
+
+void Converter::claim_in_order() {
+  const bool encoding = direction_ == Direction::encode;
+  if (!encoding && extension_of(target_, 1) != extension_of(target_, 3)) return;
+  const std::string ext = encoding ? "l3" : extension_of(target_, 3);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    fs::path output;
+    try {
+      output = plan_->output_for(inputs_[i], ext);
+    } catch (const std::exception&) {
+      continue;  // it fails again, with its file's name, when it is converted
+    }
+    try {
+      claim(output, i);
+    } catch (const Error& e) {
+      clashes_.emplace(i, e.what());
+    }
+  }
+  claimed_ahead_ = true;
 }
 
 void Converter::claim(const fs::path& output, size_t index) {
@@ -309,7 +336,11 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
     check_target(target_, outcome.shape.channels);
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
-  claim(outcome.output, index);
+  if (!claimed_ahead_) {
+    claim(outcome.output, index);
+  } else if (auto clash = clashes_.find(index); clash != clashes_.end()) {
+    throw Error(Errc::invalid_argument, clash->second);
+  }
   // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
   // --force, the original would be replaced by its conversion).
   std::error_code ec;

@@ -16,3 +16,11 @@ mkdir x
 cp a.ppm x/a.ppm
 expect_exit 1 dlprep -q l3 encode a.ppm x/a.ppm -o clash 2>err.txt
 grep -q 'x/a.ppm: output clash/a.l3 is also written from a.ppm' err.txt || fail "$(cat err.txt)"
+# The same when decoding, whichever thread starts first.
+dlprep -q l3 encode a.ppm -o a.l3
+dlprep -q l3 encode x/a.ppm -o x/a.l3
+for _ in 1 2 3; do
+  rm -rf clashd
+  expect_exit 1 dlprep -q -j2 l3 decode a.l3 x/a.l3 --to png -o clashd 2>err.txt
+  grep -q 'x/a.l3: output clashd/a.png is also written from a.l3' err.txt || fail "$(cat err.txt)"
+done

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -264,6 +265,77 @@ Bytes read_file(const fs::path& path) {
   return out;
 }
 
+// A file read through a window of its bytes, to compare it with what is written: mapping it whole
+// put all of a rerun's old index (235 bytes a sample) in the process's RSS. Owns the descriptor.
+class AtomicFile::WindowedFile {
+ public:
+  WindowedFile(int fd, const fs::path& path) : fd_(fd), path_(path) {
+    struct stat st {};
+    size_ = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  }
+  ~WindowedFile() { ::close(fd_); }
+  WindowedFile(const WindowedFile&) = delete;
+  WindowedFile& operator=(const WindowedFile&) = delete;
+  uint64_t size() const { return size_; }
+
+  /// Whether `bytes` are the file's, from `offset`.
+  bool matches(uint64_t offset, ByteSpan bytes) {
+    if (bytes.size() > size_ - std::min(offset, size_)) return false;
+    while (!bytes.empty()) {
+      const ByteSpan have = window_at(offset);
+      if (have.empty()) return false;  // it shrank meanwhile
+      const size_t n = std::min(have.size(), bytes.size());
+      if (std::memcmp(have.data(), bytes.data(), n) != 0) return false;
+      bytes = bytes.subspan(n);
+      offset += n;
+    }
+    return true;
+  }
+
+  /// Whether the two files hold the same bytes.
+  bool same_as(WindowedFile& other) {
+    if (size_ != other.size_) return false;
+    for (uint64_t offset = 0; offset < size_;) {
+      const ByteSpan have = window_at(offset);
+      if (have.empty() || !other.matches(offset, have)) return false;
+      offset += have.size();
+    }
+    return true;
+  }
+
+  /// Writes the file's first `n` bytes (matched already) to `out`.
+  void copy_prefix(uint64_t n, int out, const fs::path& target) {
+    for (uint64_t offset = 0; offset < n;) {
+      const ByteSpan have = window_at(offset);
+      if (have.empty()) throw Error(Errc::io, path_.string() + ": changed while being read");
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(have.size(), n - offset));
+      write_all(out, have.first(take), target);
+      offset += take;
+    }
+  }
+
+ private:
+  static constexpr size_t kWindowBytes = size_t{1} << 16;
+
+  /// The bytes of the window from `offset` on, read when it lies outside; empty at the end.
+  ByteSpan window_at(uint64_t offset) {
+    if (offset < start_ || offset >= start_ + filled_) {
+      window_.resize(kWindowBytes);
+      start_ = offset;
+      filled_ = pread_up_to(fd_, window_.data(), window_.size(), offset, path_);
+    }
+    return ByteSpan(window_).subspan(static_cast<size_t>(offset - start_),
+                                     static_cast<size_t>(start_ + filled_ - offset));
+  }
+
+  int fd_;
+  fs::path path_;
+  uint64_t size_ = 0;
+  Bytes window_;
+  uint64_t start_ = 0;  // the file offset of window_[0]
+  size_t filled_ = 0;   // bytes of window_ read
+};
+
 AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), final_(target) {
   struct stat st{};
   const std::string text = target.string();
@@ -291,10 +363,10 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
     return;
   }
   if (mode == Mode::defer && ::stat(final_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    try {
-      existing_ = std::make_unique<MappedFile>(final_);
+    const int fd = ::open(final_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {  // unreadable: then it is simply replaced
+      existing_ = std::make_unique<WindowedFile>(fd, final_);
       return;
-    } catch (const Error&) {  // unreadable: then it is simply replaced
     }
   }
   open_temp();
@@ -365,16 +437,14 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::diverge() {
   open_temp();
-  write_all(fd_, existing_->bytes().first(matched_), target_);
+  existing_->copy_prefix(matched_, fd_, target_);
   existing_.reset();
 }
 
 void AtomicFile::write(ByteSpan bytes) {
   if (bytes.empty()) return;  // (memcmp and write take no null pointer, even for 0 bytes)
   if (existing_) {
-    const ByteSpan old = existing_->bytes();
-    if (bytes.size() <= old.size() - matched_ &&
-        std::memcmp(old.data() + matched_, bytes.data(), bytes.size()) == 0) {
+    if (existing_->matches(matched_, bytes)) {
       matched_ += bytes.size();
       return;
     }
@@ -403,7 +473,7 @@ void AtomicFile::close() {
 
 void AtomicFile::commit() {
   if (existing_) {
-    if (matched_ == existing_->bytes().size()) return;  // the target holds these bytes already
+    if (matched_ == existing_->size()) return;  // the target holds these bytes already
     diverge();  // a shorter file: these bytes are a prefix of the target's
   }
   close();
@@ -414,7 +484,7 @@ void AtomicFile::commit() {
 }
 
 bool AtomicFile::same_as_target() {
-  if (existing_) return matched_ == existing_->bytes().size();
+  if (existing_) return matched_ == existing_->size();
   close();
   if (temp_.empty()) return false;  // a device or FIFO: written in place already
   struct stat written {
@@ -423,9 +493,13 @@ bool AtomicFile::same_as_target() {
   if (::stat(final_.c_str(), &target) != 0 || !S_ISREG(target.st_mode) ||
       target.st_size != written.st_size)
     return false;
-  if (written.st_size == 0) return true;
-  MappedFile ours(temp_), theirs(final_);
-  return std::memcmp(ours.bytes().data(), theirs.bytes().data(), ours.bytes().size()) == 0;
+  const int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error(temp_, "cannot open", errno);
+  WindowedFile ours(fd, temp_);
+  const int target_fd = ::open(final_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (target_fd < 0) return false;  // unreadable: replaced, as in Mode::defer
+  WindowedFile theirs(target_fd, final_);
+  return ours.same_as(theirs);
 }
 
 void AtomicFile::keep() {

@@ -115,7 +115,8 @@ class AtomicFile {
   std::filesystem::path final_;   // what the temp file is renamed to: the target, links resolved
   std::string temp_;
   int fd_ = -1;
-  std::unique_ptr<MappedFile> existing_;  // Mode::defer, until the first difference
+  class WindowedFile;                       // a file compared a window at a time
+  std::unique_ptr<WindowedFile> existing_;  // Mode::defer: the target, until the first difference
   uint64_t matched_ = 0;                  // bytes written, equal to the start of existing_
   bool kept_ = false;                     // keep(): the temp file outlives the object
 };

@@ -130,6 +130,48 @@ TEST_CASE("a deferred AtomicFile makes no temp file while it writes the target's
   CHECK(read_file(dir / "new.bin") == Bytes{7});
 }
 
+TEST_CASE("a deferred AtomicFile compares files larger than its read window") {
+  // The target is read 64 KiB at a time: pieces that straddle windows, and differences past
+  // the first window, in the target's last byte and past its end.
+  fs::path dir = scratch("defer-large");
+  const fs::path out = dir / "index.jsonl";
+  Bytes old(200'003);
+  for (size_t i = 0; i < old.size(); ++i) old[i] = static_cast<uint8_t>(i * 7 + i / 251);
+  const auto write_in_pieces = [](AtomicFile& f, const Bytes& bytes) {
+    for (size_t at = 0, piece = 1; at < bytes.size(); at += piece, piece = piece * 3 + 1)
+      f.write(ByteSpan(bytes).subspan(at, std::min(piece, bytes.size() - at)));
+  };
+  write_file_atomic(out, old);
+  {
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    write_in_pieces(f, old);
+    CHECK(f.same_as_target());
+  }
+  for (const size_t changed : {size_t{70'000}, old.size() - 1, old.size()}) {
+    CAPTURE(changed);
+    Bytes now = old;
+    if (changed < now.size())
+      now[changed] ^= 1;
+    else
+      now.push_back(5);
+    write_file_atomic(out, old);
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    write_in_pieces(f, now);
+    CHECK_FALSE(f.same_as_target());
+    f.commit();
+    CHECK(read_file(out) == now);
+  }
+  // Not deferred: the temp file is compared with the target the same way.
+  for (const bool same : {true, false}) {
+    write_file_atomic(out, old);
+    Bytes now = old;
+    if (!same) now[old.size() - 2] ^= 0x80;
+    AtomicFile f(out);
+    write_in_pieces(f, now);
+    CHECK(f.same_as_target() == same);
+  }
+}
+
 TEST_CASE("reading a missing file throws an io error naming the path") {
   try {
     read_file("/nonexistent/dlprep/file.png");

@@ -27,27 +27,38 @@ bool is_count(const Json& n, uint64_t max = std::numeric_limits<uint64_t>::max()
   return n.is_number_unsigned() && n.get<uint64_t>() <= max;
 }
 
-template <typename T>
-T get(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!is_count(*it, std::numeric_limits<T>::max()))
-      throw corrupt(std::string("\"") + key + "\" is not an integer from 0 to " +
-                    std::to_string(std::numeric_limits<T>::max()));
-  }
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw corrupt(std::string("\"") + key + "\" has the wrong type");
-  }
-}
-
 // An object member of `j` that must be there.
 const Json& member(const Json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) throw corrupt(std::string("missing \"") + key + "\"");
   return *it;
+}
+
+template <typename T>
+T get(const Json& j, const char* key) {
+  const Json& value = member(j, key);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!is_count(value, std::numeric_limits<T>::max()))
+      throw corrupt(std::string("\"") + key + "\" is not an integer from 0 to " +
+                    std::to_string(std::numeric_limits<T>::max()));
+  }
+  try {
+    return value.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw corrupt(std::string("\"") + key + "\" has the wrong type");
+  }
+}
+
+// `text` as a JSON object; `unparsable` is the error where it is not JSON at all.
+Json parse_object(std::string_view text, const char* unparsable) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw corrupt(unparsable);
+  }
+  if (!j.is_object()) throw corrupt("not a JSON object");
+  return j;
 }
 
 template <typename T>
@@ -83,13 +94,7 @@ std::string format_record(const SampleRecord& r) {
 }
 
 SampleRecord parse_record(std::string_view line) {
-  Json j;
-  try {
-    j = Json::parse(line);
-  } catch (const nlohmann::json::exception& e) {
-    throw corrupt("not a JSON object");
-  }
-  if (!j.is_object()) throw corrupt("not a JSON object");
+  const Json j = parse_object(line, "not a JSON object");
   SampleRecord r;
   r.ordinal = get<uint64_t>(j, "i");
   r.key = get<std::string>(j, "key");
@@ -188,13 +193,7 @@ std::string manifest_to_json(const Manifest& m) {
 }
 
 Manifest manifest_from_json(std::string_view text) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    throw corrupt("not valid JSON");
-  }
-  if (!j.is_object()) throw corrupt("not a JSON object");
+  const Json j = parse_object(text, "not valid JSON");
   Manifest m;
   m.schema = get<std::string>(j, "schema");
   if (m.schema.rfind("dlprep.dataset/", 0) != 0)

@@ -3,18 +3,12 @@
 // the last member are padding, as in gzip(1).
 #include <isa-l/igzip_lib.h>
 
-#include <vector>
-
-#include "core/error.hpp"
-#include "core/file_io.hpp"
 #include "core/simd_state.hpp"
+#include "tabular/gzip_input.hpp"
 #include "tabular/gzip_reader.hpp"
 
 namespace dlprep::tabular {
 namespace {
-
-constexpr size_t kInputBytes = size_t{1}
-                               << 20;  // compressed read size: large enough for few syscalls
 
 const char* inflate_problem(int ret) {
   switch (ret) {
@@ -35,7 +29,7 @@ const char* inflate_problem(int ret) {
 
 class IsalReader final : public GzipReader {
  public:
-  IsalReader(int fd, std::string name) : fd_(fd), name_(std::move(name)), in_(kInputBytes) {
+  IsalReader(int fd, std::string name) : input_(fd, std::move(name)) {
     isal_inflate_init(&state_);
     state_.crc_flag = ISAL_GZIP;
   }
@@ -43,26 +37,26 @@ class IsalReader final : public GzipReader {
   size_t read(uint8_t* out, size_t capacity) override {
     size_t produced = 0;
     while (produced < capacity && !done_) {
-      if (state_.avail_in == 0 && !eof_) refill();
+      if (state_.avail_in == 0 && !input_.eof()) input_.refill(state_.next_in, state_.avail_in);
       if (state_.block_state == ISAL_BLOCK_FINISH) {
         // A member ended: another one follows unless the input is exhausted.
-        if (state_.avail_in == 0 && eof_) {
+        if (state_.avail_in == 0 && input_.eof()) {
           done_ = true;
           break;
         }
         isal_inflate_reset(&state_);
         state_.crc_flag = ISAL_GZIP;
         member_started_ = false;
-        member_offset_ = consumed_ - state_.avail_in;
+        member_offset_ = input_.offset(state_.avail_in);
         flags_checked_ = false;
         continue;
       }
-      if (state_.avail_in == 0 && eof_) {
+      if (state_.avail_in == 0 && input_.eof()) {
         if (!member_started_ && members_ > 0) {
           done_ = true;
           break;
         }
-        throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
+        throw input_.truncated();
       }
       if (!flags_checked_) check_member_start();
       if (done_) break;  // zeros after the last member
@@ -73,11 +67,7 @@ class IsalReader final : public GzipReader {
       uint32_t before_in = state_.avail_in;
       int ret = isal_inflate(&state_);
       clear_upper_simd_state();  // isal_inflate returns with the AVX state dirty
-      if (ret < 0) {
-        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (" + inflate_problem(ret) +
-                                            ", in the member at byte " +
-                                            std::to_string(member_offset_) + ")");
-      }
+      if (ret < 0) throw input_.corrupt(inflate_problem(ret), member_offset_);
       if (before_in != state_.avail_in) member_started_ = true;
       produced = static_cast<size_t>(state_.next_out - out);
       if (state_.block_state == ISAL_BLOCK_FINISH) ++members_;
@@ -85,7 +75,7 @@ class IsalReader final : public GzipReader {
     return produced;
   }
 
-  uint64_t compressed_bytes() const override { return consumed_; }
+  uint64_t compressed_bytes() const override { return input_.consumed(); }
 
  private:
   // A member's first bytes, checked as soon as they are in the input window, before isal_inflate
@@ -94,51 +84,26 @@ class IsalReader final : public GzipReader {
   // RFC 1952: a member whose header sets a reserved flag bit must be rejected; isal_inflate
   // ignores them (zlib does not), so the FLG byte, the 4th of the member, is checked here.
   void check_member_start() {
-    const uint64_t window = consumed_ - state_.avail_in;  // file offset of next_in[0]
+    const uint64_t window = input_.offset(state_.avail_in);  // file offset of next_in[0]
     if (members_ > 0 && member_offset_ == window && state_.avail_in > 0 &&
         state_.next_in[0] != 0x1f) {
-      if (rest_is_zeros()) {
+      if (input_.rest_is_zeros(state_.next_in, state_.avail_in)) {
         done_ = true;
         return;
       }
-      throw Error(Errc::corrupt_data, name_ + ": data after the last gzip member, at byte " +
-                                          std::to_string(member_offset_));
+      throw input_.data_after_last_member(member_offset_);
     }
     const uint64_t flg = member_offset_ + 3;
-    if (flg < window || flg >= consumed_) return;  // not read yet (or never: a short file)
+    if (flg < window || flg >= input_.consumed()) return;  // not read yet (or never: a short file)
     flags_checked_ = true;
     if ((state_.next_in[flg - window] & 0xE0) != 0)
-      throw Error(Errc::corrupt_data, name_ +
-                                          ": corrupt gzip stream (reserved header flags set, "
-                                          "in the member at byte " +
-                                          std::to_string(member_offset_) + ")");
+      throw input_.corrupt("reserved header flags set", member_offset_);
   }
 
-  // Whether the input from next_in to the end of the file is all zeros (reading it).
-  bool rest_is_zeros() {
-    for (;;) {
-      for (uint32_t i = 0; i < state_.avail_in; ++i)
-        if (state_.next_in[i] != 0) return false;
-      state_.avail_in = 0;
-      if (eof_) return true;
-      refill();
-    }
-  }
-
-  void refill() {
-    size_t n = read_some(fd_, in_.data(), in_.size(), name_);
-    if (n == 0) eof_ = true;
-    consumed_ += n;
-    state_.next_in = in_.data();
-    state_.avail_in = static_cast<uint32_t>(n);
-  }
-
-  int fd_;
-  std::string name_;
-  std::vector<uint8_t> in_;
+  GzipInput input_;
   inflate_state state_{};
-  bool eof_ = false, done_ = false, member_started_ = false, flags_checked_ = false;
-  uint64_t members_ = 0, consumed_ = 0;
+  bool done_ = false, member_started_ = false, flags_checked_ = false;
+  uint64_t members_ = 0;
   uint64_t member_offset_ = 0;  ///< file offset of the current member's first byte
 };
 

@@ -3,20 +3,16 @@
 // gzip(1).
 #include <zlib.h>
 
-#include <vector>
-
 #include "core/error.hpp"
-#include "core/file_io.hpp"
+#include "tabular/gzip_input.hpp"
 #include "tabular/gzip_reader.hpp"
 
 namespace dlprep::tabular {
 namespace {
 
-constexpr size_t kInputBytes = size_t{1} << 20;
-
 class ZlibReader final : public GzipReader {
  public:
-  ZlibReader(int fd, std::string name) : fd_(fd), name_(std::move(name)), in_(kInputBytes) {
+  ZlibReader(int fd, std::string name) : input_(fd, std::move(name)) {
     if (inflateInit2(&z_, 15 + 16) != Z_OK) throw Error(Errc::internal, "inflateInit2 failed");
   }
   ~ZlibReader() override { inflateEnd(&z_); }
@@ -24,29 +20,28 @@ class ZlibReader final : public GzipReader {
   size_t read(uint8_t* out, size_t capacity) override {
     size_t produced = 0;
     while (produced < capacity && !done_) {
-      if (z_.avail_in == 0 && !eof_) refill();
-      if (z_.avail_in == 0 && eof_) {
+      if (z_.avail_in == 0 && !input_.eof()) input_.refill(z_.next_in, z_.avail_in);
+      if (z_.avail_in == 0 && input_.eof()) {
         if (!member_started_ && members_ > 0) {
           done_ = true;
           break;
         }
-        throw Error(Errc::corrupt_data, name_ + ": truncated gzip stream");
+        throw input_.truncated();
       }
       if (members_ > 0 && !member_started_ && z_.next_in[0] != 0x1f) {
         // Not another member: zeros (padding) end the stream as in gzip(1), the rest is an error.
-        const uint64_t at = consumed_ - z_.avail_in;
-        if (rest_is_zeros()) {
+        const uint64_t at = input_.offset(z_.avail_in);
+        if (input_.rest_is_zeros(z_.next_in, z_.avail_in)) {
           done_ = true;
           break;
         }
-        throw Error(Errc::corrupt_data,
-                    name_ + ": data after the last gzip member, at byte " + std::to_string(at));
+        throw input_.data_after_last_member(at);
       }
       size_t room = capacity - produced;
       if (room > (uInt{1} << 30)) room = uInt{1} << 30;
       z_.next_out = out + produced;
       z_.avail_out = static_cast<uInt>(room);
-      if (!member_started_) member_offset_ = consumed_ - z_.avail_in;
+      if (!member_started_) member_offset_ = input_.offset(z_.avail_in);
       member_started_ = true;
       int ret = inflate(&z_, Z_NO_FLUSH);
       produced = static_cast<size_t>(z_.next_out - out);
@@ -61,42 +56,19 @@ class ZlibReader final : public GzipReader {
             msg == "incorrect data check"       ? "CRC-32 mismatch: the data are damaged"
             : msg == "unknown header flags set" ? "reserved header flags set"
                                                 : msg;
-        throw Error(Errc::corrupt_data, name_ + ": corrupt gzip stream (" + problem +
-                                            ", in the member at byte " +
-                                            std::to_string(member_offset_) + ")");
+        throw input_.corrupt(problem, member_offset_);
       }
     }
     return produced;
   }
 
-  uint64_t compressed_bytes() const override { return consumed_; }
+  uint64_t compressed_bytes() const override { return input_.consumed(); }
 
  private:
-  // Whether the input from next_in to the end of the file is all zeros (reading it).
-  bool rest_is_zeros() {
-    for (;;) {
-      for (uInt i = 0; i < z_.avail_in; ++i)
-        if (z_.next_in[i] != 0) return false;
-      z_.avail_in = 0;
-      if (eof_) return true;
-      refill();
-    }
-  }
-
-  void refill() {
-    size_t n = read_some(fd_, in_.data(), in_.size(), name_);
-    if (n == 0) eof_ = true;
-    consumed_ += n;
-    z_.next_in = in_.data();
-    z_.avail_in = static_cast<uInt>(n);
-  }
-
-  int fd_;
-  std::string name_;
-  std::vector<uint8_t> in_;
+  GzipInput input_;
   z_stream z_{};
-  bool eof_ = false, done_ = false, member_started_ = false;
-  uint64_t members_ = 0, consumed_ = 0;
+  bool done_ = false, member_started_ = false;
+  uint64_t members_ = 0;
   uint64_t member_offset_ = 0;  ///< file offset of the current member's first byte
 };
 

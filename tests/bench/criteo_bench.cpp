@@ -76,6 +76,21 @@ bool same_outputs(const fs::path& a, const fs::path& b) {
   return true;
 }
 
+// The options of one run of either suite: `input` into `out` from scratch (no resume), on
+// `device`. --decode-cache is the CPU suite's; the CUDA suite leaves the choice to the library.
+tabular::PreprocessOptions run_options(const Args& a, const std::string& input, const fs::path& out,
+                                       tabular::Device device = tabular::Device::cpu) {
+  tabular::PreprocessOptions o;
+  o.inputs = {input};
+  o.out_dir = out;
+  o.modulus.fill(a.modulus);
+  o.threads = a.threads;
+  o.resume = false;
+  o.device = device;
+  if (!a.cuda) o.decode_cache = a.cache;
+  return o;
+}
+
 // One timed dlprep run into an empty output directory: the outputs of the previous run are
 // removed first, untimed (replacing them would otherwise charge the kernel's eviction of the old
 // files' pages to this run), and so is the --emit-binary file `emit`.
@@ -87,13 +102,7 @@ TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::st
     fs::remove_all(out);
     if (emit) fs::remove(*emit);
     Stopwatch sw;
-    tabular::PreprocessOptions o;
-    o.inputs = {input};
-    o.out_dir = out;
-    o.modulus.fill(a.modulus);
-    o.threads = a.threads;
-    o.resume = false;
-    o.decode_cache = a.cache;
+    tabular::PreprocessOptions o = run_options(a, input, out);
     o.single_pass = single_pass;
     o.vocab_from = vocab_from;
     o.emit_binary = emit;
@@ -102,17 +111,8 @@ TimingStats time_dlprep(const Args& a, const TimingParams& params, const std::st
   });
 }
 
-tabular::PreprocessStats run_dlprep(const Args& a, const std::string& input, const fs::path& out) {
-  tabular::PreprocessOptions o;
-  o.inputs = {input};
-  o.out_dir = out;
-  o.modulus.fill(a.modulus);
-  o.threads = a.threads;
-  o.resume = false;
-  o.decode_cache = a.cache;
-  return tabular::preprocess(o);
-}
-
+// A braced Row{name, timed(..., n), n} reads n after the run that sets it: a braced
+// initializer list is evaluated left to right.
 struct Row {
   std::string name;
   TimingStats t;
@@ -147,18 +147,6 @@ bool same_dirs(const fs::path& a, const fs::path& b) {
   std::fputc('\n', stderr);
 }
 
-tabular::PreprocessOptions cuda_options(const Args& a, const std::string& input,
-                                        const fs::path& out, tabular::Device device) {
-  tabular::PreprocessOptions o;
-  o.inputs = {input};
-  o.out_dir = out;
-  o.modulus.fill(a.modulus);
-  o.threads = a.threads;
-  o.resume = false;
-  o.device = device;
-  return o;
-}
-
 // The CUDA suite for one input (see the header). Returns 0, or 3 when outputs differ.
 int cuda_input(const Args& a, const std::string& label, const std::string& input, bool binary,
                const fs::path& scratch, const Stopwatch& clock) {
@@ -172,9 +160,9 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   fs::remove_all(scratch / "cpu");
   fs::remove_all(scratch / "cuda");
   tabular::PreprocessStats ref =
-      tabular::preprocess(cuda_options(a, input, scratch / "cpu", Device::cpu));
+      tabular::preprocess(run_options(a, input, scratch / "cpu", Device::cpu));
   tabular::PreprocessStats chk =
-      tabular::preprocess(cuda_options(a, input, scratch / "cuda", Device::cuda));
+      tabular::preprocess(run_options(a, input, scratch / "cuda", Device::cuda));
   if (chk.device != "cuda") {
     std::fprintf(stderr, "criteo_bench: the cuda run ran on %s\n", chk.device.c_str());
     return 3;
@@ -191,7 +179,7 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   auto in_memory = [&](const TimingParams& p, tabular::Preprocessor* reuse, Passes passes) {
     return measure_self_timed(p, [&](bool) {
       fs::remove_all(scratch / "mem");
-      tabular::PreprocessOptions o = cuda_options(a, input, scratch / "mem", Device::cuda);
+      tabular::PreprocessOptions o = run_options(a, input, scratch / "mem", Device::cuda);
       o.preload_inputs = true;
       o.discard_outputs = true;
       o.single_pass = passes == Passes::single;
@@ -233,7 +221,7 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
   double compute_with_writes = 0;
   auto writes = measure_self_timed(e2e_params, [&](bool) {
     fs::remove_all(scratch / "disk");
-    tabular::PreprocessOptions o = cuda_options(a, input, scratch / "disk", Device::cuda);
+    tabular::PreprocessOptions o = run_options(a, input, scratch / "disk", Device::cuda);
     o.preload_inputs = true;
     last = tabular::preprocess(o);
     compute_with_writes = last.compute_seconds;
@@ -246,7 +234,7 @@ int cuda_input(const Args& a, const std::string& label, const std::string& input
     return measure_self_timed(e2e_params, [&](bool) {
       fs::remove_all(scratch / dir);
       Stopwatch sw;
-      tabular::preprocess(cuda_options(a, input, scratch / dir, d));
+      tabular::preprocess(run_options(a, input, scratch / dir, d));
       return sw.seconds();
     });
   };
@@ -390,7 +378,7 @@ int main(int argc, char** argv) {
   fs::create_directories(scratch);
   if (a.rss_only) {
     // One run in a fresh process: peak RSS (getrusage) is this run's alone.
-    auto s = run_dlprep(a, a.input, scratch / "rss");
+    auto s = tabular::preprocess(run_options(a, a.input, scratch / "rss"));
     std::printf(
         "rss_only rows=%llu seconds=%.3f rows_per_s=%.0f peak_rss_mib=%.1f modulus=%u "
         "threads=%u decode_cache=%d\n",
@@ -405,13 +393,11 @@ int main(int argc, char** argv) {
 
   uint64_t lines = 0;
   rows.push_back({"memchr line count (scan ceiling)",
-                  measure(params, [&] { lines = criteo_memchr_lines(a.input); }), 0});
-  rows.back().rows = lines;
+                  measure(params, [&] { lines = criteo_memchr_lines(a.input); }), lines});
 
   fs::path out_utf8 = scratch / "dlprep_utf8";
   uint64_t n = 0;
-  rows.push_back({"dlprep UTF-8", time_dlprep(a, params, a.input, out_utf8, n), 0});
-  rows.back().rows = n;
+  rows.push_back({"dlprep UTF-8", time_dlprep(a, params, a.input, out_utf8, n), n});
   if (n != lines) {
     std::fprintf(stderr, "criteo_bench: dlprep read %llu rows, the file has %llu lines\n",
                  static_cast<unsigned long long>(n), static_cast<unsigned long long>(lines));
@@ -436,8 +422,7 @@ int main(int argc, char** argv) {
                                              criteo_baseline(a.input, out.string(), a.modulus, 1.0);
                                          return sw.seconds();
                                        }),
-                    0});
-    rows.back().rows = bn;
+                    bn});
     baseline_s = rows.back().t.median_s;
     if (!same_outputs(out_utf8, out)) return 3;
   }
@@ -482,14 +467,12 @@ int main(int argc, char** argv) {
                             }),
                     lines});
     fs::path out = scratch / "dlprep_gzip";
-    rows.push_back({"dlprep gzip", time_dlprep(a, params, a.gz, out, n), 0});
-    rows.back().rows = n;
+    rows.push_back({"dlprep gzip", time_dlprep(a, params, a.gz, out, n), n});
     if (!same_outputs(out_utf8, out)) return 3;
   }
   if (!a.bin.empty()) {
     fs::path out = scratch / "dlprep_bin";
-    rows.push_back({"dlprep binary rows", time_dlprep(a, params, a.bin, out, n), 0});
-    rows.back().rows = n;
+    rows.push_back({"dlprep binary rows", time_dlprep(a, params, a.bin, out, n), n});
     if (!same_outputs(out_utf8, out)) return 3;
     rows.push_back(
         {"dlprep binary rows, two passes", time_dlprep(a, params, a.bin, out, n, false), n});

@@ -24,9 +24,8 @@ expect_exit() {
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want"
 }
 
-# make_pnm FILE WIDTH HEIGHT CHANNELS(1|3) SEED: a deterministic noisy gradient as binary PGM/PPM.
-# Sends SIGINT to PID once the shell command CONDITION succeeds (tried every 10 ms for up to
-# 10 s), and waits for PID: its exit status is then in $code.
+# interrupt_when PID CONDITION: sends SIGINT to PID once the shell command CONDITION succeeds
+# (tried every 10 ms for up to 10 s), and waits for PID: its exit status is then in $code.
 interrupt_when() {
   local pid=$1 condition=$2
   for _ in $(seq 1 1000); do
@@ -38,6 +37,19 @@ interrupt_when() {
   wait "$pid" || code=$?
 }
 
+# with_small_disk SIZE SCRIPT: for the full-disk cases, runs the bash SCRIPT (common.sh sourced)
+# as root of a private user and mount namespace in which ./small is a tmpfs of SIZE (tmpfs's
+# units: 300k); `mount -o remount,size=20m small` in SCRIPT grows it. Skips the case where user
+# namespaces are not allowed.
+with_small_disk() {
+  unshare -Urm true 2>/dev/null || skip "user namespaces are not allowed here (needed for a private tmpfs)"
+  mkdir -p small
+  unshare -Urm bash -c '. "$CLI_TESTS/common.sh"
+mount -t tmpfs -o "size=$1" tmpfs small
+eval "$2"' with_small_disk "$1" "$2"
+}
+
+# make_pnm FILE WIDTH HEIGHT CHANNELS(1|3) SEED: a deterministic noisy gradient as binary PGM/PPM.
 make_pnm() {
   /usr/bin/python3 - "$@" <<'PY'
 import random, sys

@@ -4,12 +4,9 @@
 # A full disk (a 300 kB tmpfs in a private mount namespace; skipped where user namespaces are
 # not allowed): exit 1 naming the file and "No space left on device", no temporary file, no
 # index recorded, with --on-error skip too; after the disk grows, the rerun completes and verifies.
-unshare -Urm true 2>/dev/null || skip "user namespaces are not allowed here (needed for a private tmpfs)"
-mkdir -p src/a small
-for f in "$SAMPLE_DATA"/images/*.png; do cp "$f" src/a/; done
-unshare -Urm bash -c '
-  . "$CLI_TESTS/common.sh"
-  mount -t tmpfs -o size=300k tmpfs small
+mkdir -p src/a
+cp "$SAMPLE_DATA"/images/*.png src/a/
+with_small_disk 300k '
   code=0
   dlprep -q -j2 convert-dataset src small/ds --to bmp 2>err.txt || code=$?
   [ "$code" = 1 ] || fail "exit $code on a full disk, expected 1"

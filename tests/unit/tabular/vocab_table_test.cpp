@@ -39,6 +39,16 @@ Table make_table(uint32_t modulus, uint64_t expected) {
   return t;
 }
 
+// Atomics for vocab_hash_find_or_insert on one thread (a rehash, a seed): plain loads and stores.
+struct PlainOps {
+  uint64_t load(uint64_t* p) { return *p; }
+  uint64_t cas(uint64_t* p, uint64_t expected, uint64_t desired) {
+    uint64_t old = *p;
+    if (old == expected) *p = desired;
+    return old;
+  }
+};
+
 // Atomics for vocab_hash_find_or_insert where another thread may win a race: before a load,
 // with probability `race`, a pending insertion of another value claims the examined slot first
 // (as a concurrent thread would), so the caller sees it taken and probes on.
@@ -67,10 +77,9 @@ struct RacingOps {
     }
     return *p;
   }
+  // Races are lost in load only: the compare-and-swap after it is a plain one.
   uint64_t cas(uint64_t* p, uint64_t expected, uint64_t desired) {
-    uint64_t old = *p;
-    if (old == expected) *p = desired;
-    return old;
+    return PlainOps{}.cas(p, expected, desired);
   }
 };
 
@@ -140,14 +149,7 @@ void grow(Table& t, uint64_t incoming, std::mt19937_64& rng) {
   std::vector<size_t> order(t.keys.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), rng);
-  struct PlainOps {
-    uint64_t load(uint64_t* p) { return *p; }
-    uint64_t cas(uint64_t* p, uint64_t e, uint64_t d) {
-      uint64_t o = *p;
-      if (o == e) *p = d;
-      return o;
-    }
-  } ops;
+  PlainOps ops;
   for (size_t i : order) {
     if (t.keys[i] == kEmptySlot) continue;
     bool inserted = false;
@@ -231,14 +233,7 @@ std::vector<std::pair<std::vector<uint32_t>, std::vector<uint64_t>>> device_run(
       uint32_t v = (*seed)[j].values()[i];
       uint64_t e = v;
       if (!t.flat) {
-        struct PlainOps {
-          uint64_t load(uint64_t* p) { return *p; }
-          uint64_t cas(uint64_t* p, uint64_t ex, uint64_t d) {
-            uint64_t o = *p;
-            if (o == ex) *p = d;
-            return o;
-          }
-        } ops;
+        PlainOps ops;
         bool inserted = false;
         e = vocab_hash_find_or_insert(t.keys.data(), t.bits, v, ops, &inserted);
       }

@@ -50,7 +50,19 @@ void ColumnVocab::hash_resize(size_t slots) {
     guard_->reserve(bytes, "a vocabulary table growing to " + std::to_string(slots) + " slots");
   std::vector<Entry> old;
   old.swap(table_);
-  table_.assign(slots, Entry{0, -1});
+  // Written a MiB at a time, each taken back from the guard once it is resident: another column's
+  // reserve() meanwhile sees these bytes once, not both announced and resident (up to a table
+  // too many per thread, refusing runs that fit).
+  table_.reserve(slots);  // address space only, until written
+  constexpr size_t kChunkSlots = (size_t{1} << 20) / sizeof(Entry);
+  while (table_.size() < slots) {
+    const size_t from = table_.size();
+    const size_t n = std::min(kChunkSlots, slots - from);
+    // Zeros, then marked empty: resize(n, value) copied the value through the stack (3x slower).
+    table_.resize(from + n);
+    for (size_t i = from; i < from + n; ++i) table_[i].index = -1;
+    if (guard_) guard_->release(n * sizeof(Entry));
+  }
   shift_ = 64 - static_cast<uint32_t>(std::countr_zero(slots));
   const size_t mask = slots - 1;
   for (const Entry& e : old) {
@@ -59,7 +71,6 @@ void ColumnVocab::hash_resize(size_t slots) {
     while (table_[i].index >= 0) i = (i + 1) & mask;
     table_[i] = e;
   }
-  if (guard_) guard_->release(bytes);  // written: resident now
 }
 
 // The lists double, announced whole; the copy is resident at once, the rest once add() fills it

@@ -403,6 +403,8 @@ void AtomicFile::open_temp() {
   if (fd_ < 0) throw io_error(target_, "cannot create temporary file", errno);
   temp_ = buf.data();
   ::fchmod(fd_, 0644);
+  // Locked while open: remove_unlocked_temp_files tells a live run's temp file from a dead one's.
+  ::flock(fd_, LOCK_EX | LOCK_NB);
   register_pending_locked(temp_);
 }
 
@@ -417,6 +419,7 @@ AtomicFile::AtomicFile(const fs::path& target, const fs::path& kept, uint64_t by
     throw Error(Errc::io, kept.string() + ": not a temporary file of " + target.string());
   fd_ = ::open(kept.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd_ < 0) throw io_error(kept, "cannot open", errno);
+  ::flock(fd_, LOCK_EX | LOCK_NB);  // as open_temp's
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < bytes ||
       ::ftruncate(fd_, static_cast<off_t>(bytes)) != 0 ||
       ::lseek(fd_, static_cast<off_t>(bytes), SEEK_SET) < 0) {
@@ -614,6 +617,27 @@ uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name,
   }
   return removed;
 }
+
+uint64_t remove_unlocked_temp_files(const fs::path& dir,
+                                    const std::function<bool(const std::string&)>& wanted) {
+  uint64_t removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string target = temp_file_target(it->path().filename().string());
+    if (target.empty() || !wanted(target)) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st {};
+    // Locked: a live AtomicFile's. Unlockable (a file system without flock): left alone.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::unlink(it->path().c_str()) == 0)
+      ++removed;
+    ::close(fd);
+  }
+  return removed;
+}
+
+std::string temp_file_stem(const std::string& name) { return temp_stem(name); }
 
 void remove_pending_temp_files() noexcept {
   g_pending_mutex.lock();  // held until exit: no new temp file can appear after the cleanup

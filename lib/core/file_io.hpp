@@ -193,6 +193,16 @@ class DirectoryLock {
 uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::string& name = "",
                                 const std::filesystem::path& except = {});
 
+/// Removes the temp files in `dir` that AtomicFiles of killed processes left for the targets
+/// `wanted` accepts (given NAME as temp_file_stem cuts it), in a directory that no DirectoryLock
+/// guards (l3 encode's outputs): an AtomicFile keeps its temp file flock()ed while it is open, so
+/// one that no process holds locked is a dead run's. Returns how many it removed.
+uint64_t remove_unlocked_temp_files(const std::filesystem::path& dir,
+                                    const std::function<bool(const std::string&)>& wanted);
+
+/// NAME as the temp file ".NAME.tmp.XXXXXX" of a file NAME holds it (cut to fit 255 bytes).
+std::string temp_file_stem(const std::string& name);
+
 /// Whether `file` (a name) is an AtomicFile's temporary file, ".NAME.tmp.XXXXXX".
 bool is_temp_file_name(const std::string& file);
 /// The temporary name ".NAME.tmp.SUFFIX" (SUFFIX: six letters or digits) of a file NAME, with

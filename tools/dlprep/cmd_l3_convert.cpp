@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -156,6 +157,8 @@ class Converter {
   // than one input: an error for each but the first in input order, whichever thread comes first.
   void claim_in_order();
   std::string clash_message(const fs::path& output, size_t first) const;
+  // Removes the temp files that a killed run (SIGKILL: no cleanup) left for this run's outputs.
+  void remove_dead_temp_files() const;
   void count(const Outcome& outcome);
   Json file_report(size_t index, const Outcome& outcome) const;
   void print_summary(double seconds) const;
@@ -234,6 +237,7 @@ int Converter::run() {
     json = std::make_unique<JsonStream>(
         Json{{"schema", encoding ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"}}, "files");
   claim_in_order();
+  remove_dead_temp_files();
   const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
   std::vector<Outcome> window(slots);  // outcome i at i % slots
   Progress progress(globals_, command_, n);
@@ -319,6 +323,42 @@ void Converter::claim_in_order() {
     }
   }
   claimed_ahead_ = true;
+}
+
+void Converter::remove_dead_temp_files() const {
+  if (plan_->to_stdout()) return;
+  std::set<std::string> extensions;  // a decode's depends on the channels
+  for (uint32_t channels = 1; channels <= 4; ++channels) {
+    try {
+      extensions.insert(direction_ == Direction::encode ? "l3" : extension_of(target_, channels));
+    } catch (const std::exception&) {  // no such image in this format
+    }
+  }
+  // The outputs' folders, and a hash of each output's temp file stem there (8 bytes a file).
+  std::set<std::string> dirs;
+  std::vector<uint64_t> stems;
+  const auto key = [](const std::string& dir, const std::string& stem) {
+    return std::hash<std::string>{}(dir + '/' + stem);
+  };
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    for (const std::string& ext : extensions) {
+      fs::path output;
+      try {
+        output = plan_->output_for(inputs_[i], ext);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (output == "-") continue;
+      const std::string dir =
+          output.parent_path().empty() ? std::string(".") : output.parent_path().string();
+      stems.push_back(key(dir, temp_file_stem(output.filename().string())));
+      dirs.insert(dir);
+    }
+  std::sort(stems.begin(), stems.end());
+  for (const std::string& dir : dirs)
+    remove_unlocked_temp_files(dir, [&](const std::string& stem) {
+      return std::binary_search(stems.begin(), stems.end(), key(dir, stem));
+    });
 }
 
 std::string Converter::clash_message(const fs::path& output, size_t first) const {

@@ -331,3 +331,24 @@ TEST_CASE("remove_dead_temp_files removes what killed AtomicFiles left, and noth
   for (const char* kept : {"a.npy", ".a.npy.tmp", ".a.npy.tmp.toolong7", "sub/.c.tmp.Qq1234"})
     CHECK_MESSAGE(fs::exists(dir / kept), kept);  // another name, or below the directory
 }
+
+TEST_CASE("remove_unlocked_temp_files spares an open AtomicFile's temp file") {
+  fs::path dir = scratch("unlocked-temps");
+  const auto all = [](const std::string&) { return true; };
+  AtomicFile live(dir / "live.l3");
+  live.write(Bytes{1, 2, 3});
+  std::string dead_temp;
+  {
+    AtomicFile dead(dir / "dead.l3");
+    dead.write(Bytes{4});
+    dead.keep();  // as a killed process leaves it: closed, unlocked, not removed
+    dead_temp = dead.temp_path();
+  }
+  CHECK(fs::exists(dead_temp));
+  CHECK(remove_unlocked_temp_files(dir, [](const std::string& stem) { return stem == "x"; }) == 0);
+  CHECK(remove_unlocked_temp_files(dir, all) == 1);
+  CHECK_FALSE(fs::exists(dead_temp));
+  CHECK(fs::exists(live.temp_path()));
+  live.commit();
+  CHECK(read_file(dir / "live.l3") == Bytes{1, 2, 3});
+}

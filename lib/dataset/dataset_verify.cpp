@@ -1,11 +1,14 @@
 #include "dataset/dataset_verify.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -27,31 +30,50 @@ namespace {
 // they seldom wait for the index's lock.
 constexpr size_t kRecordsPerTake = 16;
 
-// The tar shards, each mapped once while workers check samples in it and unmapped when the last
-// of them moves on: a tar shard holds thousands of samples, and a mapping per sample
-// (open, mmap, munmap with a TLB shootdown of every other thread) was most of verify's time.
-class SharedMappings {
+// What a worker keeps from one sample to the next: the tar shard it reads (samples come in shard
+// order, so it is opened about once per worker and shard), and a buffer for the members. Members
+// are read with pread: a mapping of the shard put up to the shard's size of file pages in the
+// process's RSS (1.3 GB for 1 GiB shards), which Slurm's accounting counts against a job.
+class WorkerFiles {
  public:
-  std::shared_ptr<const MappedFile> get(const fs::path& path) {
-    std::lock_guard lock(mutex_);
-    std::weak_ptr<const MappedFile>& slot = live_[path.string()];
-    if (auto file = slot.lock()) return file;
-    // The other workers wait: they want this shard too, as samples come in shard order.
-    auto file = std::make_shared<const MappedFile>(path);
-    slot = file;
-    if (live_.size() > 64) std::erase_if(live_, [](const auto& e) { return e.second.expired(); });
-    return file;
+  WorkerFiles() = default;
+  WorkerFiles(const WorkerFiles&) = delete;
+  WorkerFiles& operator=(const WorkerFiles&) = delete;
+  ~WorkerFiles() { close(); }
+
+  /// The shard at `path`, opened unless it is the one open. Throws Error(io) with errno.
+  void open_shard(const fs::path& path) {
+    if (is_open(path)) return;
+    close();
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw Error(Errc::io, path.string() + ": cannot open: " + std::strerror(err), err);
+    }
+    struct stat st {};
+    size_ = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    path_ = path;
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool is_open(const fs::path& path) const { return fd_ >= 0 && path_ == path; }
+  uint64_t shard_size() const { return size_; }
+  /// Up to `bytes` of the open shard from `offset`, in `buffer` (whose earlier contents go).
+  ByteSpan read(uint64_t offset, uint64_t bytes, Bytes& buffer) {
+    if (offset >= size_) return {};
+    buffer.resize(static_cast<size_t>(std::min(bytes, size_ - offset)));
+    return ByteSpan(buffer).first(pread_up_to(fd_, buffer.data(), buffer.size(), offset, path_));
   }
 
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::weak_ptr<const MappedFile>> live_;
-};
+  Bytes member;  // the sample's bytes
+  Bytes around;  // a header, the .cls member after the sample
 
-// What a worker keeps from one sample to the next: the shard it reads.
-struct WorkerFiles {
-  SharedMappings& mappings;
-  std::shared_ptr<const MappedFile> shard;
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
 // Running out of file descriptors (ulimit -n, or the system's table) is the process's trouble,
@@ -69,23 +91,26 @@ Error differs(const std::string& file, const std::string& what) {
   return Error(Errc::mismatch, file + ": " + what);
 }
 
-// A tar sample's .cls member: right after its image, holding the label's class index.
-void check_class(const std::string& name, ByteSpan shard, uint64_t at, const SampleRecord& r,
+// A tar sample's .cls member: right after its image (at `at`), holding the label's class index.
+void check_class(const std::string& name, WorkerFiles& files, uint64_t at, const SampleRecord& r,
                  const Manifest& m) {
   auto it = std::lower_bound(m.labels.begin(), m.labels.end(), r.label);
   if (it == m.labels.end() || *it != r.label)
     throw differs(name, "label '" + r.label + "' is not in the class list of " + kManifestName);
   std::string want = std::to_string(it - m.labels.begin());
   std::string cls = r.key + ".cls";
+  // Its headers (a pax header for a long name, then its own) and its few bytes of data.
+  constexpr uint64_t kClassMemberBytes = 16 * tar::kBlock;
+  const ByteSpan next_bytes = files.read(at, kClassMemberBytes, files.around);
   tar::Member next;
   try {
-    tar::TarReader reader(shard, at);
+    tar::TarReader reader(next_bytes);
     if (!reader.next(next)) throw Error(Errc::corrupt_data, "end of archive");
   } catch (const Error&) {
     throw differs(name, "no " + cls + " member after it");
   }
   if (next.name != cls) throw differs(name, "no " + cls + " member after it");
-  ByteSpan got = shard.subspan(next.data_offset, next.size);
+  ByteSpan got = next_bytes.subspan(next.data_offset, next.size);
   if (std::string(got.begin(), got.end()) != want)
     throw differs(name, cls + " is not " + want + " (the class index of '" + r.label + "')");
 }
@@ -104,27 +129,21 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
   }
   std::optional<MappedFile> whole;
   ByteSpan bytes;
-  if (r.offset && files.shard && files.shard->path() == path) {
-    bytes = files.shard->bytes();
-  } else {
-    files.shard.reset();
+  if (!r.offset || !files.is_open(path)) {
     std::error_code ec;
     fs::file_status st = fs::status(path, ec);
     if (!fs::exists(st)) throw differs(name, "missing (sample '" + r.key + "')");
     // A FIFO would block the open: anything but a file is a difference.
     if (!fs::is_regular_file(st)) throw differs(name, "not a regular file");
-    if (r.offset) {
-      files.shard = files.mappings.get(path);
-      bytes = files.shard->bytes();
-    } else {
-      bytes = whole.emplace(path).bytes();
-    }
   }
   if (r.offset) {
+    files.open_shard(path);
     // The member must be where the index says, under its own header.
     tar::Header h;
     try {
-      h = tar::header_before(bytes, *r.offset);
+      const uint64_t before = *r.offset >= tar::kBlock ? *r.offset - tar::kBlock : 0;
+      h = tar::header_before(files.read(before, tar::kBlock, files.around), *r.offset,
+                             files.shard_size());
     } catch (const Error& e) {
       throw differs(name, e.what());
     }
@@ -134,8 +153,10 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
     if (h.size != r.bytes)
       throw differs(
           name, std::to_string(h.size) + " bytes, the index records " + std::to_string(r.bytes));
-    if (!r.label.empty()) check_class(name, bytes, *r.offset + tar::padded(h.size), r, m);
-    bytes = bytes.subspan(*r.offset, h.size);
+    if (!r.label.empty()) check_class(name, files, *r.offset + tar::padded(h.size), r, m);
+    bytes = files.read(*r.offset, h.size, files.member);  // short if the shard shrank meanwhile
+  } else {
+    bytes = whole.emplace(path).bytes();
   }
   if (bytes.size() != r.bytes)
     throw differs(name, std::to_string(bytes.size()) + " bytes, the index records " +
@@ -240,14 +261,13 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   // Each worker takes records from the streamed index under this lock, for as long as the run
-  // lasts: its threads and its shard mapping live across samples.
+  // lasts: its threads and its open shard live across samples.
   std::mutex index_mutex;
   bool stop = false;  // the index ended or failed, or descriptors ran out
   std::optional<Error> fatal;
-  SharedMappings mappings;
   const unsigned threads = std::max(1u, o.threads);
   parallel_for(threads, threads, [&](size_t) {
-    WorkerFiles files{mappings, nullptr};
+    WorkerFiles files;
     std::vector<SampleRecord> taken;
     for (;;) {
       taken.clear();

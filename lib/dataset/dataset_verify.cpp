@@ -156,6 +156,7 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
     if (!r.label.empty()) check_class(name, files, *r.offset + tar::padded(h.size), r, m);
     bytes = files.read(*r.offset, h.size, files.member);  // short if the shard shrank meanwhile
   } else {
+    files.close();  // one file open per worker (kVerifyFilesPerThread)
     bytes = whole.emplace(path).bytes();
   }
   if (bytes.size() != r.bytes)

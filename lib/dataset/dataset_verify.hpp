@@ -13,8 +13,8 @@
 
 namespace dlprep::dataset {
 
-/// The files a verify thread holds open at once (the one it is mapping; a mapping keeps none):
-/// for clamp_workers_to_fd_limit.
+/// The files a verify thread holds open at once (the tar shard it reads, or the file it is
+/// mapping; a mapping keeps none): for clamp_workers_to_fd_limit.
 inline constexpr unsigned kVerifyFilesPerThread = 1;
 
 struct VerifyOptions {

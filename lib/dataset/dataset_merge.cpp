@@ -94,8 +94,19 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     }
     return;
   }
-  MappedFile file(from);
-  write_file_atomic(to, file.bytes());
+  // Across file systems: copied a MiB at a time (mapped whole, a shard's pages were all in RSS).
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno), errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{in};
+  AtomicFile out(to);
+  Bytes buffer(size_t{1} << 20);
+  while (const size_t n = read_some(in, buffer.data(), buffer.size(), from))
+    out.write(ByteSpan(buffer).first(n));
+  out.commit();
   const timespec times[2] = {a.st_atim, a.st_mtim};
   ::utimensat(AT_FDCWD, to.c_str(), times, 0);  // failing, the next merge only copies it again
 }

@@ -35,3 +35,17 @@ dlprep -q dataset verify merged
 # A part with another shard size is not part of the same conversion.
 dlprep -q convert-dataset src odd --mix l3:0.5,bmp:0.5 --shards 1MB --shard 2/3
 expect_exit 2 dlprep -q dataset merge part0 part1 odd -o mixed
+# Onto another file system the shards are copied (no hard link): whole, and kept by a rerun.
+other=$(mktemp -d /dev/shm/dlprep-merge-test.XXXXXX 2>/dev/null) || other=""
+if [ -n "$other" ] && [ "$(stat -c %d "$other")" != "$(stat -c %d .)" ]; then
+  trap 'rm -rf "$other"' EXIT
+  dlprep -q dataset merge part2 part0 part1 -o "$other/merged"
+  for f in merged/data/*.tar; do cmp -s "$f" "$other/merged/data/${f##*/}" || fail "copy of $f differs"; done
+  dlprep -q dataset verify "$other/merged"
+  stat -c '%n %i %y' "$other"/merged/data/* >copies1
+  dlprep dataset merge part2 part0 part1 -o "$other/merged" 2>err2.txt
+  grep -q '(up to date)$' err2.txt || fail "$(cat err2.txt)"
+  stat -c '%n %i %y' "$other"/merged/data/* | cmp -s copies1 - || fail "a rerun copied again"
+else
+  echo "skipping the copy across file systems: /dev/shm is not another file system here"
+fi

@@ -259,6 +259,15 @@ void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_hea
   }
 }
 
+void MappedFile::release_pages(uint64_t from, uint64_t to) const {
+  if (!mapped_) return;
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  from = (from + page - 1) / page * page;  // whole pages inside the range only
+  to = std::min<uint64_t>(to, size_) / page * page;
+  // A read-only private mapping: MADV_DONTNEED only drops the pages, the file's bytes stay.
+  if (from < to) ::madvise(const_cast<uint8_t*>(data_) + from, to - from, MADV_DONTNEED);
+}
+
 Bytes read_file(const fs::path& path) {
   Bytes out;
   read_file_into(path, out);

@@ -32,6 +32,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ByteSpan bytes() const { return {data_, size_}; }
   const std::filesystem::path& path() const { return path_; }
+  /// Takes the pages of bytes [from, to) out of the process's memory (its RSS), for a file read
+  /// once from start to end; touched again, they come back from the page cache. Thread-safe.
+  void release_pages(uint64_t from, uint64_t to) const;
 
  private:
   std::filesystem::path path_;

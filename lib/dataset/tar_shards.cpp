@@ -89,7 +89,14 @@ bool recover_record(const KeptSample& kept, const std::string& format,
 struct TarShards::Cursor {
   tar::TarReader reader;
   std::optional<tar::Member> ahead;  // the next member, not yet proposed
+  uint64_t released = 0;             // the shard's pages before this are out of RSS
 };
+
+namespace {
+// The old shard's pages are released from RSS behind the proposals every this many bytes: a
+// rerun read all of a 1 GiB shard into its RSS. A kept sample read later faults its pages back.
+constexpr uint64_t kReleaseBytes = uint64_t{8} << 20;
+}  // namespace
 
 TarShards::TarShards(TarLayout layout, bool reuse) : layout_(std::move(layout)), proposing_(reuse) {
   if (layout_.max_shard_bytes == 0) throw Error(Errc::invalid_argument, "shard size 0");
@@ -176,6 +183,10 @@ std::optional<KeptSample> TarShards::propose(std::string_view key, std::string_v
     }
     cursor_->ahead = more ? std::optional<tar::Member>(std::move(next)) : std::nullopt;
     kept.last = !more;
+    if (const uint64_t at = cursor_->reader.offset(); at - cursor_->released >= kReleaseBytes) {
+      old_->file->release_pages(cursor_->released, at);
+      cursor_->released = at;
+    }
     return kept;
   } catch (const Error&) {
     proposing_ = false;  // a damaged shard is rewritten from here
@@ -213,6 +224,7 @@ void TarShards::reopen_kept() {
   kept_.reset();
   open_new(old->number);
   writer_->append_members(old->file->bytes().subspan(0, kept_end_));
+  old->file->release_pages(0, kept_end_);  // copied: not needed again
   writer_samples_ = 1;
 }
 

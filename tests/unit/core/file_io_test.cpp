@@ -352,3 +352,16 @@ TEST_CASE("remove_unlocked_temp_files spares an open AtomicFile's temp file") {
   live.commit();
   CHECK(read_file(dir / "live.l3") == Bytes{1, 2, 3});
 }
+
+TEST_CASE("a mapped file's released pages read back the same bytes") {
+  fs::path dir = scratch("release-pages");
+  Bytes data(5 * 4096 + 123);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 13 + i / 4096);
+  write_file_atomic(dir / "f", data);
+  MappedFile file(dir / "f");
+  CHECK(std::equal(data.begin(), data.end(), file.bytes().begin()));
+  file.release_pages(100, 3 * 4096 + 5);  // only the whole pages inside
+  file.release_pages(0, data.size() + 999);
+  file.release_pages(7, 7);
+  CHECK(std::equal(data.begin(), data.end(), file.bytes().begin(), file.bytes().end()));
+}

@@ -120,9 +120,15 @@ void print_error(std::string_view command, std::string_view message) {
   write_stderr(line);
 }
 
+// What a dataset command (convert-dataset, the most) holds while its threads work, opened once
+// -j is settled: the lock on its dataset, the index it reads and the one it writes, the tar
+// shard it writes, and the folder, list or source index it reads its samples from.
+constexpr unsigned kDatasetCommandFiles = 5;
+
 unsigned jobs_within_fd_limit(const Globals& globals, std::string_view command,
                               unsigned files_per_thread) {
-  const unsigned threads = clamp_workers_to_fd_limit(globals.jobs, files_per_thread);
+  const unsigned threads =
+      clamp_workers_to_fd_limit(globals.jobs, files_per_thread, nullptr, kDatasetCommandFiles);
   if (threads < globals.jobs)
     print_warning(globals, command,
                   "-j" + std::to_string(globals.jobs) +

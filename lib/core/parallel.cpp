@@ -124,21 +124,22 @@ unsigned long open_fds() {
   return n > 0 ? n - 1 : 0;
 }
 
-// Descriptors kept free beside the workers' own: a directory walk, a library opening a file of
-// its own (iconv, locale data), a pipe to report an interrupt.
+// Descriptors kept free beside the workers' own and the caller's: a directory walk (one at a
+// time, whatever the depth: DirectoryWalk), a library opening a file of its own (iconv, locale
+// data), a pipe to report an interrupt.
 constexpr unsigned long kSpareFds = 4;
 
 }  // namespace
 
-unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker,
-                                   unsigned long* limit) {
+unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker, unsigned long* limit,
+                                   unsigned fixed_fds) {
   rlimit fds{};
   if (::getrlimit(RLIMIT_NOFILE, &fds) != 0 || fds.rlim_cur == RLIM_INFINITY) {
     if (limit) *limit = 0;
     return std::max(1u, workers);
   }
   if (limit) *limit = fds.rlim_cur;
-  const unsigned long used = open_fds() + kSpareFds;
+  const unsigned long used = open_fds() + fixed_fds + kSpareFds;
   const unsigned long free = fds.rlim_cur > used ? fds.rlim_cur - used : 0;
   const unsigned long fit = free / std::max(1u, fds_per_worker);
   return static_cast<unsigned>(std::clamp<unsigned long>(fit, 1, std::max(1u, workers)));

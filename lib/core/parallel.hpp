@@ -29,8 +29,9 @@ void parallel_for_ordered(size_t count, unsigned threads, size_t window,
 /// `fds_per_worker` file descriptors at once without passing the soft limit RLIMIT_NOFILE
 /// (`ulimit -n`), after the descriptors open now and a few spare: a run at -j64 under
 /// `ulimit -n 16` then works on fewer threads instead of failing files with EMFILE at random.
-/// `limit`, when not null, receives that limit (0: none).
+/// `limit`, when not null, receives that limit (0: none). `fixed_fds`: descriptors the caller
+/// opens after this call and holds while the workers run (a lock, an index), set aside too.
 unsigned clamp_workers_to_fd_limit(unsigned workers, unsigned fds_per_worker,
-                                   unsigned long* limit = nullptr);
+                                   unsigned long* limit = nullptr, unsigned fixed_fds = 0);
 
 }  // namespace dlprep

@@ -30,6 +30,7 @@
 #include <optional>
 #include <set>
 
+#include "core/directory_walk.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
@@ -604,18 +605,19 @@ void Engine::remove_stale_files(const std::set<std::string>& extensions) const {
   fs::path data = o_.destination / kDataDir;
   std::error_code ec;
   if (!fs::exists(data, ec)) return;
-  for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
-    std::string name = it->path().filename().string();
+  for (DirectoryWalk walk(data); walk.next(ec);) {
+    if (walk.type() != fs::file_type::regular) continue;
+    const std::string_view name = walk.name();
     bool temp = name.size() > 1 && name[0] == '.' && name.find(".tmp.") != std::string::npos;
-    if (temp || extensions.count(it->path().extension().string())) {
+    if (temp || extensions.count(walk.path().extension().string())) {
       std::error_code rec;
-      fs::remove(it->path(), rec);
+      fs::remove(walk.path(), rec);
       if (rec)
-        throw Error(Errc::io, it->path().string() + ": cannot remove stale file: " + rec.message());
+        throw Error(Errc::io, walk.path_string() + ": cannot remove stale file: " + rec.message());
     }
   }
-  if (ec) throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message());
+  if (ec)
+    throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message(), ec.value());
 }
 
 void Engine::check_key(const Work& w) const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/directory_walk.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
 #include "dataset/crc32.hpp"
@@ -355,15 +356,14 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   std::sort(listed.begin(), listed.end());
   std::error_code ec;
   const fs::path data = o.dataset / kDataDir;
-  for (fs::recursive_directory_iterator it(data, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->symlink_status(type_ec).type() == fs::file_type::directory) continue;
+  for (DirectoryWalk walk(data); walk.next(ec);) {
+    if (walk.symlink_type() == fs::file_type::directory) continue;
     const std::string location =
-        (fs::path(kDataDir) / it->path().lexically_relative(data)).string();
+        (fs::path(kDataDir) / walk.path().lexically_relative(data)).string();
     if (std::binary_search(listed.begin(), listed.end(), std::hash<std::string>{}(location)))
       continue;
     ++result.dataset_problems;
-    report(differs(it->path().string(),
+    report(differs(walk.path_string(),
                    "in data/ but not in the index (left behind by an "
                    "interrupted run or added by hand)"));
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/directory_walk.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "dataset/manifest.hpp"
@@ -127,12 +128,10 @@ std::vector<fs::path> interrupted_leftovers(const fs::path& dataset_dir,
   const fs::path data = data_folder(dataset_dir);
   if (data.empty()) return files;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(dataset_dir / kDataDir, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::error_code type_ec;
-    if (it->symlink_status(type_ec).type() != fs::file_type::regular) continue;
-    const fs::path& path = it->path();
-    const std::string name = path.filename().string();
+  for (DirectoryWalk walk(dataset_dir / kDataDir); walk.next(ec);) {
+    if (walk.symlink_type() != fs::file_type::regular) continue;
+    const fs::path& path = walk.path();
+    const std::string name(walk.name());
     if (is_temp_file_name(name)) {
       files.push_back(path);
       continue;

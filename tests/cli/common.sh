@@ -24,6 +24,27 @@ expect_exit() {
   [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want"
 }
 
+# with_room_for N COMMAND...: runs COMMAND with room for N more descriptors than are open: the
+# open-file limit (ulimit -n) is N above the lowest free descriptor (those that ctest or the shell
+# left open vary). Its output is redirected from outside: under a tight limit it could not open
+# the files itself.
+with_room_for() {
+  local n=$1
+  shift
+  (
+    fd=3
+    while [ -e /proc/$BASHPID/fd/$fd ]; do fd=$((fd + 1)); done
+    ulimit -n $((fd + n))
+    exec "$@"
+  )
+}
+
+# sanitized_build: whether dlprep is an ASan/UBSan build, whose runtime needs descriptors of its
+# own (it checks memory through a pipe): cases that leave none to spare skip it.
+sanitized_build() {
+  grep -q __ubsan_handle "$(readlink -f "$(command -v dlprep)")"
+}
+
 # interrupt_when PID CONDITION: sends SIGINT to PID once the shell command CONDITION succeeds
 # (tried every 10 ms for up to 10 s), and waits for PID: its exit status is then in $code.
 interrupt_when() {

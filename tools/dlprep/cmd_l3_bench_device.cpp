@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cmd_l3.hpp"
+#include "core/directory_walk.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
@@ -96,14 +97,15 @@ std::vector<std::filesystem::path> jpeg_files(const std::vector<std::string>& ar
       continue;
     }
     std::vector<fs::path> found;
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(arg)) {
-      if (!e.is_regular_file()) continue;
-      std::ifstream in(e.path(), std::ios::binary);
+    for (DirectoryWalk walk(arg); walk.next(ec);) {
+      if (walk.type() != fs::file_type::regular) continue;
+      std::ifstream in(walk.path(), std::ios::binary);
       unsigned char magic[3] = {};
       if (in.read(reinterpret_cast<char*>(magic), 3) && magic[0] == 0xFF && magic[1] == 0xD8 &&
           magic[2] == 0xFF)
-        found.push_back(e.path());
+        found.push_back(walk.path());
     }
+    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message(), ec.value());
     std::sort(found.begin(), found.end());
     paths.insert(paths.end(), found.begin(), found.end());
   }

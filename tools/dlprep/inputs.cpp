@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/directory_walk.hpp"
 #include "core/error.hpp"
 #include "output.hpp"
 
@@ -28,14 +29,6 @@ std::string head_of(const fs::path& path) {
   if (!in) return {};
   in.read(head.data(), head.size());
   return std::string(head.data(), static_cast<size_t>(in.gcount()));
-}
-
-// A directory's device and inode (its links resolved): {0, 0} when it cannot be read.
-using DirId = std::pair<uint64_t, uint64_t>;
-DirId dir_id(const fs::path& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return {0, 0};
-  return {st.st_dev, st.st_ino};
 }
 
 ByteSpan bytes_of(const std::string& s) {
@@ -76,41 +69,27 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
     if (scanning && !progress) progress.emplace(scanning->globals, scanning->command, 0);
     // Directory links are followed (a subset tree of links to class folders), as in
     // convert-dataset's walk; one that leads back to a folder it is in is not (a loop).
-    std::vector<DirId> ancestors = {dir_id(arg)};
-    fs::recursive_directory_iterator it(arg,
-                                        fs::directory_options::skip_permission_denied |
-                                            fs::directory_options::follow_directory_symlink,
-                                        ec);
-    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
-      std::error_code dir_ec;
-      const bool is_dir = it->is_directory(dir_ec);
+    DirectoryWalkOptions options;
+    options.follow_directory_links = true;
+    options.skip_permission_denied = true;
+    DirectoryWalk walk(arg, options);
+    while (walk.next(ec)) {
       // Hidden names (.cache/, .ipynb_checkpoints/, the temp files of an interrupted run) are
       // never inputs, as in convert-dataset's walk.
-      if (it->path().filename().string().starts_with(".")) {
-        if (is_dir) it.disable_recursion_pending();
+      if (walk.name().starts_with(".")) {
+        walk.skip_directory();
         continue;
       }
-      if (is_dir) {
-        const DirId id = dir_id(it->path());
-        ancestors.resize(static_cast<size_t>(it.depth()) + 1);
-        if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end())
-          it.disable_recursion_pending();
-        else
-          ancestors.push_back(id);
-        continue;
-      }
-      std::error_code file_ec;
-      if (!it->is_regular_file(file_ec)) continue;
+      if (walk.is_directory() || walk.type() != fs::file_type::regular) continue;
       if (progress) progress->set(++looked_at, 0, "scanning");
-      const std::string head = head_of(it->path());
+      const fs::path& path = walk.path();
+      const std::string head = head_of(path);
       const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
-      const bool kept = has_extension(it->path(), extension_kept) ||
+      const bool kept = has_extension(path, extension_kept) ||
                         (codec ? keep(*codec)
                                : keep_unreadable_images &&
                                      image::unreadable_image_format(bytes_of(head)) != nullptr);
-      if (kept) files.push_back(it->path().native(), it->path().lexically_relative(arg).native());
+      if (kept) files.push_back(path.native(), path.lexically_relative(arg).native());
     }
     if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
     files.sort_from(first);

@@ -120,9 +120,16 @@ void print_error(std::string_view command, std::string_view message) {
   write_stderr(line);
 }
 
+// What a dataset command (convert-dataset, the most) holds while its threads work, opened once
+// -j is settled: the lock on its dataset, the old index it reads, the old index the new one is
+// compared with (AtomicFile's defer mode) and the new one's temp file, the tar shard it writes,
+// and the folder, list or source index it reads its samples from.
+constexpr unsigned kDatasetCommandFiles = 6;
+
 unsigned jobs_within_fd_limit(const Globals& globals, std::string_view command,
                               unsigned files_per_thread) {
-  const unsigned threads = clamp_workers_to_fd_limit(globals.jobs, files_per_thread);
+  const unsigned threads =
+      clamp_workers_to_fd_limit(globals.jobs, files_per_thread, nullptr, kDatasetCommandFiles);
   if (threads < globals.jobs)
     print_warning(globals, command,
                   "-j" + std::to_string(globals.jobs) +

@@ -60,7 +60,8 @@ void print_note(const Globals& globals, std::string_view line);
 
 /// -j, or fewer threads where each holding `files_per_thread` open files would pass the open-file
 /// limit (`ulimit -n`), with a warning that says so: past it, whichever thread opens last fails,
-/// a different sample every run, reported as damaged.
+/// a different sample every run, reported as damaged. For the dataset commands: the files one
+/// holds for the whole run, opened after this call (kDatasetCommandFiles), are set aside too.
 unsigned jobs_within_fd_limit(const Globals& globals, std::string_view command,
                               unsigned files_per_thread);
 

@@ -126,11 +126,15 @@ TEST_CASE("clamp_workers_to_fd_limit leaves each worker its descriptors under ul
   const unsigned fit = clamp_workers_to_fd_limit(64, 2, &limit);
   const unsigned one = clamp_workers_to_fd_limit(64, 100);
   const unsigned few = clamp_workers_to_fd_limit(2, 1);
+  const unsigned ones = clamp_workers_to_fd_limit(64, 1);
+  const unsigned beside_four = clamp_workers_to_fd_limit(64, 1, nullptr, 4);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
   CHECK(limit == 16);
   CHECK(fit >= 1);
   CHECK(fit <= 6);  // 16, less stdin, stdout, stderr and the spare ones, in twos
   CHECK(one == 1);  // never none: a run that cannot open a file says so itself
   CHECK(few == 2);  // fewer workers than the limit allows are left as they are
+  // The caller's own 4 files, opened later, leave room for 4 fewer workers of one file each.
+  if (ones > 4) CHECK(beside_four == ones - 4);
   if (saved.rlim_cur == RLIM_INFINITY) CHECK(clamp_workers_to_fd_limit(64, 2) == 64);
 }

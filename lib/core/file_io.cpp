@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string_view>
 
@@ -286,6 +287,12 @@ class AtomicFile::WindowedFile {
   WindowedFile(const WindowedFile&) = delete;
   WindowedFile& operator=(const WindowedFile&) = delete;
   uint64_t size() const { return size_; }
+  /// Whether the file still has the size it had when opened (one changed in place since is
+  /// never taken for the bytes written).
+  bool same_size_now() const {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == size_;
+  }
 
   /// Whether `bytes` are the file's, from `offset`.
   bool matches(uint64_t offset, ByteSpan bytes) {
@@ -372,11 +379,14 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
     return;
   }
   if (mode == Mode::defer && ::stat(final_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    const int fd = ::open(final_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {  // unreadable: then it is simply replaced
+    // Non-blocking and checked again once open: a FIFO swapped in meanwhile must not block.
+    const int fd = ::open(final_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat opened {};
+    if (fd >= 0 && ::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode)) {
       existing_ = std::make_unique<WindowedFile>(fd, final_);
       return;
     }
+    if (fd >= 0) ::close(fd);  // unreadable or no file now: then it is simply replaced
   }
   open_temp();
 }
@@ -485,7 +495,8 @@ void AtomicFile::close() {
 
 void AtomicFile::commit() {
   if (existing_) {
-    if (matched_ == existing_->size()) return;  // the target holds these bytes already
+    if (matched_ == existing_->size() && existing_->same_size_now())
+      return;   // the target holds these bytes already
     diverge();  // a shorter file: these bytes are a prefix of the target's
   }
   close();
@@ -496,7 +507,7 @@ void AtomicFile::commit() {
 }
 
 bool AtomicFile::same_as_target() {
-  if (existing_) return matched_ == existing_->size();
+  if (existing_) return matched_ == existing_->size() && existing_->same_size_now();
   close();
   if (temp_.empty()) return false;  // a device or FIFO: written in place already
   struct stat written {
@@ -627,6 +638,8 @@ uint64_t remove_dead_temp_files(const fs::path& dir, const std::string& name,
   return removed;
 }
 
+constexpr time_t kLiveTempSeconds = 60;
+
 uint64_t remove_unlocked_temp_files(const fs::path& dir,
                                     const std::function<bool(const std::string&)>& wanted) {
   uint64_t removed = 0;
@@ -637,9 +650,11 @@ uint64_t remove_unlocked_temp_files(const fs::path& dir,
     const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) continue;
     struct stat st {};
-    // Locked: a live AtomicFile's. Unlockable (a file system without flock): left alone.
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-        ::unlink(it->path().c_str()) == 0)
+    // Locked: a live AtomicFile's. Unlockable (a file system without flock): left alone. Written
+    // in the last minute: maybe a live one between mkstemp and flock, or between close and rename.
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_mtim.tv_sec + kLiveTempSeconds < ::time(nullptr) &&
+        ::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::unlink(it->path().c_str()) == 0)
       ++removed;
     ::close(fd);
   }

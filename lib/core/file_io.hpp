@@ -199,7 +199,8 @@ uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::str
 /// Removes the temp files in `dir` that AtomicFiles of killed processes left for the targets
 /// `wanted` accepts (given NAME as temp_file_stem cuts it), in a directory that no DirectoryLock
 /// guards (l3 encode's outputs): an AtomicFile keeps its temp file flock()ed while it is open, so
-/// one that no process holds locked is a dead run's. Returns how many it removed.
+/// one that no process holds locked, and untouched for a minute, is a dead run's. Returns how
+/// many it removed.
 uint64_t remove_unlocked_temp_files(const std::filesystem::path& dir,
                                     const std::function<bool(const std::string&)>& wanted);
 

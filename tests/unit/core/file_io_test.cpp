@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -345,6 +347,11 @@ TEST_CASE("remove_unlocked_temp_files spares an open AtomicFile's temp file") {
     dead_temp = dead.temp_path();
   }
   CHECK(fs::exists(dead_temp));
+  // Written just now: maybe a live run's between mkstemp and flock, so spared.
+  CHECK(remove_unlocked_temp_files(dir, all) == 0);
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(dead_temp, an_hour_ago);
+  fs::last_write_time(live.temp_path(), an_hour_ago);
   CHECK(remove_unlocked_temp_files(dir, [](const std::string& stem) { return stem == "x"; }) == 0);
   CHECK(remove_unlocked_temp_files(dir, all) == 1);
   CHECK_FALSE(fs::exists(dead_temp));
@@ -364,4 +371,19 @@ TEST_CASE("a mapped file's released pages read back the same bytes") {
   file.release_pages(0, data.size() + 999);
   file.release_pages(7, 7);
   CHECK(std::equal(data.begin(), data.end(), file.bytes().begin(), file.bytes().end()));
+}
+
+TEST_CASE("a deferred AtomicFile's target changed in place meanwhile is replaced") {
+  fs::path dir = scratch("defer-changed");
+  const fs::path out = dir / "index.jsonl";
+  write_file_atomic(out, Bytes{1, 2, 3});
+  AtomicFile f(out, AtomicFile::Mode::defer);
+  f.write(Bytes{1, 2, 3});
+  {
+    std::ofstream grow(out, std::ios::binary | std::ios::app);
+    grow.put(9);
+  }
+  CHECK_FALSE(f.same_as_target());
+  f.commit();
+  CHECK(read_file(out) == Bytes{1, 2, 3});
 }

@@ -531,6 +531,16 @@ void AtomicFile::keep() {
   unregister_pending(temp_);
 }
 
+void flush_file_system(const fs::path& dir) {
+  const fs::path d = dir.empty() ? fs::path(".") : dir;
+  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw io_error(d, "cannot flush to storage", errno);
+  const int rc = ::syncfs(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw io_error(d, "cannot flush to storage", err);
+}
+
 void write_file_atomic(const fs::path& path, ByteSpan bytes) {
   if (path == "-") {
     write_all(STDOUT_FILENO, bytes, "<stdout>");

@@ -129,6 +129,9 @@ class Run {
   json single_pass_outputs() const;
   std::vector<std::string> day_stems(size_t day) const;
   bool outputs_exist(size_t day) const;
+  /// Before a checkpoint: what it vouches for (the days' files, FILE of --emit-binary or its
+  /// kept temp file) written to storage, so that a power loss cannot leave one naming lost bytes.
+  void flush_outputs() const;
   /// state.json: the days complete under `fp2`, with every day's counts.
   void save_state(const json& fp2, const std::vector<size_t>& days_done);
   /// The days state.json records as complete under `fp2` whose files are all there. With

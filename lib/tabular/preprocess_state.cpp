@@ -121,6 +121,11 @@ bool Run::outputs_exist(size_t day) const {
   return true;
 }
 
+void Run::flush_outputs() const {
+  flush_file_system(o_.out_dir);
+  if (o_.emit_binary) flush_file_system(link_destination(*o_.emit_binary).parent_path());
+}
+
 void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
   json days = json::array();
   for (const auto& d : stats_.days)
@@ -130,6 +135,7 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
              {"days_done", days_done},
              {"days", days}};
   PhaseTimer t(write_seconds_);
+  flush_outputs();
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -192,6 +198,7 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs
   json fields = {{"days", days}, {"days_done", days_done}, {"pass1", pass1_fp}};
   if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
   if (o_.emit_binary) fields["emit"] = emit_record();
+  flush_outputs();
   write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
   // Kept from now on, for a rerun to continue: the checkpoint names it. (Before it, an interrupt
   // would leave a temp file that nothing names.)

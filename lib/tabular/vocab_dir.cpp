@@ -60,6 +60,7 @@ void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>
   fields["modulus"] = modulus;
   fields["cardinality"] = cardinality;
   fields["conventions"] = conventions_of(options);
+  flush_file_system(dir);  // vocab.json, the checkpoint, only once the arrays it names are stored
   write_json_file(dir / "vocab.json", fields);
 }
 

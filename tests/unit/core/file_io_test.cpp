@@ -387,3 +387,17 @@ TEST_CASE("a deferred AtomicFile's target changed in place meanwhile is replaced
   f.commit();
   CHECK(read_file(out) == Bytes{1, 2, 3});
 }
+
+TEST_CASE("flush_file_system flushes a directory's file system and names a directory it cannot") {
+  const fs::path dir = scratch("flush");
+  write_file_atomic(dir / "a", ByteSpan(reinterpret_cast<const uint8_t*>("x"), 1));
+  CHECK_NOTHROW(flush_file_system(dir));
+  try {
+    flush_file_system(dir / "a");
+    FAIL("a file was taken for a directory");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::io);
+    CHECK(std::string(e.what()).find((dir / "a").string() + ": cannot flush to storage") !=
+          std::string::npos);
+  }
+}

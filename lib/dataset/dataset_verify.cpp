@@ -18,6 +18,7 @@
 
 #include "core/directory_walk.hpp"
 #include "core/file_io.hpp"
+#include "core/limits.hpp"
 #include "core/parallel.hpp"
 #include "dataset/crc32.hpp"
 #include "dataset/tar_format.hpp"
@@ -46,13 +47,18 @@ class WorkerFiles {
   void open_shard(const fs::path& path) {
     if (is_open(path)) return;
     close();
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking and checked once open: a FIFO swapped in for the shard must not block.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) {
       const int err = errno;
       throw Error(Errc::io, path.string() + ": cannot open: " + std::strerror(err), err);
     }
     struct stat st {};
-    size_ = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close();
+      throw Error(Errc::mismatch, path.string() + ": not a regular file");
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
     path_ = path;
   }
   void close() {
@@ -61,9 +67,11 @@ class WorkerFiles {
   }
   bool is_open(const fs::path& path) const { return fd_ >= 0 && path_ == path; }
   uint64_t shard_size() const { return size_; }
-  /// Up to `bytes` of the open shard from `offset`, in `buffer` (whose earlier contents go).
+  /// Up to `bytes` of the open shard from `offset`, in `buffer` (whose earlier contents go; one
+  /// that grew past 64 MiB for a large member is given back first).
   ByteSpan read(uint64_t offset, uint64_t bytes, Bytes& buffer) {
     if (offset >= size_) return {};
+    if (buffer.capacity() > kKeptBufferBytes) Bytes().swap(buffer);
     buffer.resize(static_cast<size_t>(std::min(bytes, size_ - offset)));
     return ByteSpan(buffer).first(pread_up_to(fd_, buffer.data(), buffer.size(), offset, path_));
   }
@@ -72,6 +80,8 @@ class WorkerFiles {
   Bytes around;  // a header, the .cls member after the sample
 
  private:
+  static constexpr size_t kKeptBufferBytes = size_t{64} << 20;
+
   fs::path path_;
   int fd_ = -1;
   uint64_t size_ = 0;
@@ -100,15 +110,16 @@ void check_class(const std::string& name, WorkerFiles& files, uint64_t at, const
     throw differs(name, "label '" + r.label + "' is not in the class list of " + kManifestName);
   std::string want = std::to_string(it - m.labels.begin());
   std::string cls = r.key + ".cls";
-  // Its headers (a pax header for a long name, then its own) and its few bytes of data.
-  constexpr uint64_t kClassMemberBytes = 16 * tar::kBlock;
-  const ByteSpan next_bytes = files.read(at, kClassMemberBytes, files.around);
+  // Its headers (a pax header for a long name, then its own: 20 blocks for a 9 KB key of %XX
+  // escapes) and its few bytes of data (an index of up to 20 digits).
+  const uint64_t window = std::max<uint64_t>(16 * tar::kBlock, tar::member_bytes(cls, 20));
+  const ByteSpan next_bytes = files.read(at, window, files.around);
   tar::Member next;
   try {
     tar::TarReader reader(next_bytes);
     if (!reader.next(next)) throw Error(Errc::corrupt_data, "end of archive");
   } catch (const Error&) {
-    throw differs(name, "no " + cls + " member after it");
+    throw differs(name, "no valid " + cls + " member after it");
   }
   if (next.name != cls) throw differs(name, "no " + cls + " member after it");
   ByteSpan got = next_bytes.subspan(next.data_offset, next.size);
@@ -154,6 +165,7 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
     if (h.size != r.bytes)
       throw differs(
           name, std::to_string(h.size) + " bytes, the index records " + std::to_string(r.bytes));
+    if (h.size > limits::kMaxFileBytes) throw differs(name, "larger than 16 GiB");
     if (!r.label.empty()) check_class(name, files, *r.offset + tar::padded(h.size), r, m);
     bytes = files.read(*r.offset, h.size, files.member);  // short if the shard shrank meanwhile
   } else {

@@ -74,8 +74,10 @@ std::string difference(const Manifest& a, const Manifest& b) {
 void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   struct stat a {
   }, b{};
-  if (::stat(from.c_str(), &a) != 0)
-    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno));
+  if (::stat(from.c_str(), &a) != 0) {
+    const int err = errno;
+    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(err), err);
+  }
   if (::stat(to.c_str(), &b) == 0 &&
       (a.st_dev == b.st_dev ? a.st_ino == b.st_ino
                             : a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
@@ -96,18 +98,37 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   }
   // Across file systems: copied a MiB at a time (mapped whole, a shard's pages were all in RSS).
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0)
-    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(errno), errno);
+  if (in < 0) {
+    const int err = errno;
+    throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(err), err);
+  }
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{in};
+  struct stat opened {
+  }, after{};
+  if (::fstat(in, &opened) != 0) {
+    const int err = errno;
+    throw Error(Errc::io, from.string() + ": cannot stat: " + std::strerror(err), err);
+  }
   AtomicFile out(to);
-  Bytes buffer(size_t{1} << 20);
-  while (const size_t n = read_some(in, buffer.data(), buffer.size(), from))
-    out.write(ByteSpan(buffer).first(n));
+  // Sized to the file, at most a MiB: a sample of a few KB needs no zero-filled MiB of its own.
+  const auto capacity =
+      static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(opened.st_size) + 1, 1 << 20));
+  const std::unique_ptr<uint8_t[]> buffer(new uint8_t[capacity]);
+  uint64_t copied = 0;
+  while (const size_t n = read_some(in, buffer.get(), capacity, from)) {
+    out.write(ByteSpan(buffer.get(), n));
+    copied += n;
+  }
+  // A source written meanwhile (shrunk, grown, rewritten) gives no complete copy of anything.
+  if (::fstat(in, &after) != 0 || copied != static_cast<uint64_t>(opened.st_size) ||
+      after.st_size != opened.st_size || after.st_mtim.tv_sec != opened.st_mtim.tv_sec ||
+      after.st_mtim.tv_nsec != opened.st_mtim.tv_nsec)
+    throw Error(Errc::io, from.string() + ": changed while being copied; merge again");
   out.commit();
-  const timespec times[2] = {a.st_atim, a.st_mtim};
+  const timespec times[2] = {opened.st_atim, opened.st_mtim};
   ::utimensat(AT_FDCWD, to.c_str(), times, 0);  // failing, the next merge only copies it again
 }
 

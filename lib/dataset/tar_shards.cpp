@@ -223,8 +223,14 @@ void TarShards::reopen_kept() {
   std::shared_ptr<const OldShard> old = std::move(kept_);
   kept_.reset();
   open_new(old->number);
-  writer_->append_members(old->file->bytes().subspan(0, kept_end_));
-  old->file->release_pages(0, kept_end_);  // copied: not needed again
+  // A chunk at a time, each released once copied: the kept part of a 1 GiB shard is not all in
+  // RSS at once. (kReleaseBytes is whole blocks, as append_members needs.)
+  const ByteSpan kept = old->file->bytes().subspan(0, kept_end_);
+  for (uint64_t at = 0; at < kept.size(); at += kReleaseBytes) {
+    const uint64_t n = std::min<uint64_t>(kReleaseBytes, kept.size() - at);
+    writer_->append_members(kept.subspan(at, n));
+    old->file->release_pages(at, at + n);
+  }
   writer_samples_ = 1;
 }
 

@@ -280,18 +280,22 @@ Bytes read_file(const fs::path& path) {
 class AtomicFile::WindowedFile {
  public:
   WindowedFile(int fd, const fs::path& path) : fd_(fd), path_(path) {
-    struct stat st {};
-    size_ = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+    if (::fstat(fd, &opened_) != 0) opened_ = {};
+    size_ = static_cast<uint64_t>(opened_.st_size);
   }
   ~WindowedFile() { ::close(fd_); }
   WindowedFile(const WindowedFile&) = delete;
   WindowedFile& operator=(const WindowedFile&) = delete;
   uint64_t size() const { return size_; }
-  /// Whether the file still has the size it had when opened (one changed in place since is
-  /// never taken for the bytes written).
-  bool same_size_now() const {
+  /// Whether the file is as it was when opened: the same size, modification and change times
+  /// (any write moves them). One written since is never taken for the bytes compared with it.
+  bool unchanged() const {
     struct stat st {};
-    return ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_size) == size_;
+    const auto same = [](const timespec& a, const timespec& b) {
+      return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+    };
+    return ::fstat(fd_, &st) == 0 && st.st_size == opened_.st_size &&
+           same(st.st_mtim, opened_.st_mtim) && same(st.st_ctim, opened_.st_ctim);
   }
 
   /// Whether `bytes` are the file's, from `offset`.
@@ -346,6 +350,7 @@ class AtomicFile::WindowedFile {
 
   int fd_;
   fs::path path_;
+  struct stat opened_ {};
   uint64_t size_ = 0;
   Bytes window_;
   uint64_t start_ = 0;  // the file offset of window_[0]
@@ -418,7 +423,7 @@ void AtomicFile::open_temp() {
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
   std::lock_guard lock(g_pending_mutex);
-  fd_ = ::mkstemp(buf.data());
+  fd_ = ::mkostemp(buf.data(), O_CLOEXEC);  // a child would keep its lock (below) alive
   if (fd_ < 0) throw io_error(target_, "cannot create temporary file", errno);
   temp_ = buf.data();
   ::fchmod(fd_, 0644);
@@ -458,6 +463,10 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::diverge() {
+  // The bytes matched so far are copied from the target: changed meanwhile, it no longer holds
+  // them, and a commit would publish neither this output nor the other writer's.
+  if (!existing_->unchanged())
+    throw Error(Errc::io, target_.string() + ": changed by another program while being written");
   open_temp();
   existing_->copy_prefix(matched_, fd_, target_);
   existing_.reset();
@@ -495,7 +504,7 @@ void AtomicFile::close() {
 
 void AtomicFile::commit() {
   if (existing_) {
-    if (matched_ == existing_->size() && existing_->same_size_now())
+    if (matched_ == existing_->size() && existing_->unchanged())
       return;   // the target holds these bytes already
     diverge();  // a shorter file: these bytes are a prefix of the target's
   }
@@ -507,7 +516,7 @@ void AtomicFile::commit() {
 }
 
 bool AtomicFile::same_as_target() {
-  if (existing_) return matched_ == existing_->size() && existing_->same_size_now();
+  if (existing_) return matched_ == existing_->size() && existing_->unchanged();
   close();
   if (temp_.empty()) return false;  // a device or FIFO: written in place already
   struct stat written {

@@ -206,8 +206,10 @@ uint64_t remove_dead_temp_files(const std::filesystem::path& dir, const std::str
 /// Removes the temp files in `dir` that AtomicFiles of killed processes left for the targets
 /// `wanted` accepts (given NAME as temp_file_stem cuts it), in a directory that no DirectoryLock
 /// guards (l3 encode's outputs): an AtomicFile keeps its temp file flock()ed while it is open, so
-/// one that no process holds locked, and untouched for a minute, is a dead run's. Returns how
-/// many it removed.
+/// one that no process holds locked, and untouched for a minute, is a dead run's. So an
+/// AtomicFile closed (close(), same_as_target()) over a minute before its commit must not share
+/// a directory with such a cleanup (l3 writes through write_file_atomic: closed, then renamed at
+/// once). Returns how many it removed.
 uint64_t remove_unlocked_temp_files(const std::filesystem::path& dir,
                                     const std::function<bool(const std::string&)>& wanted);
 

@@ -373,19 +373,41 @@ TEST_CASE("a mapped file's released pages read back the same bytes") {
   CHECK(std::equal(data.begin(), data.end(), file.bytes().begin(), file.bytes().end()));
 }
 
-TEST_CASE("a deferred AtomicFile's target changed in place meanwhile is replaced") {
-  fs::path dir = scratch("defer-changed");
+TEST_CASE("a deferred AtomicFile whose target another program writes meanwhile refuses to commit") {
+  // Past the 64 KiB window, so that the bytes compared are not all still in memory.
+  const fs::path dir = scratch("defer-changed");
   const fs::path out = dir / "index.jsonl";
-  write_file_atomic(out, Bytes{1, 2, 3});
-  AtomicFile f(out, AtomicFile::Mode::defer);
-  f.write(Bytes{1, 2, 3});
-  {
-    std::ofstream grow(out, std::ios::binary | std::ios::app);
-    grow.put(9);
+  Bytes ours(200000);
+  for (size_t i = 0; i < ours.size(); ++i) ours[i] = static_cast<uint8_t>(i * 7);
+  const Bytes theirs(ours.size(), 'B');
+  SUBCASE("rewritten in place, the same size") {
+    write_file_atomic(out, ours);
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    f.write(ours);
+    {
+      std::ofstream rewrite(out, std::ios::binary | std::ios::in | std::ios::out);
+      rewrite.write(reinterpret_cast<const char*>(theirs.data()), std::streamsize(theirs.size()));
+    }
+    CHECK_FALSE(f.same_as_target());
+    CHECK_THROWS_WITH_AS(
+        f.commit(), (out.string() + ": changed by another program while being written").c_str(),
+        Error);
+    CHECK(read_file(out) == theirs);  // the other program's file, as it wrote it
   }
-  CHECK_FALSE(f.same_as_target());
-  f.commit();
-  CHECK(read_file(out) == Bytes{1, 2, 3});
+  SUBCASE("grown, then differing from what is written") {
+    write_file_atomic(out, ours);
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    f.write(ByteSpan(ours).first(150000));
+    {
+      std::ofstream grow(out, std::ios::binary | std::ios::app);
+      grow.put(9);
+    }
+    CHECK_THROWS_AS(f.write(theirs), Error);
+    CHECK(read_file(out).size() == ours.size() + 1);
+  }
+  size_t files = 0;  // and no temp file stays
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
+  CHECK(files == 1);
 }
 
 TEST_CASE("flush_file_system flushes a directory's file system and names a directory it cannot") {

@@ -150,11 +150,9 @@ class Converter {
   void convert_one(size_t index, Outcome& outcome, unsigned threads);
   bool output_is_as_requested(const fs::path& output, const ImageShape& shape) const;
   Image decode_on_device(ByteSpan file);
-  // Claims an output path as the files are converted (a decode to a format whose extension
-  // depends on the channels); two inputs writing the same output is an error for the second.
-  void claim(const fs::path& output, size_t index);
-  // Finds, before any file is converted, the outputs that the inputs' names alone give to more
-  // than one input: an error for each but the first in input order, whichever thread comes first.
+  // Finds, before any file is converted, the outputs that the inputs' names (and, for a decode to
+  // ppm/pgm, their channels) give to more than one input: an error for each but the first in
+  // input order, whichever thread comes first.
   void claim_in_order();
   std::string clash_message(const fs::path& output, size_t first) const;
   // Removes the temp files that a killed run (SIGKILL: no cleanup) left for this run's outputs.
@@ -173,10 +171,7 @@ class Converter {
   std::unique_ptr<OutputPlan> plan_;
   InputList inputs_;
   Totals totals_;
-  std::atomic<bool> stopped_{false};  // an output could not be written
-  std::mutex claim_mutex_;
-  std::unordered_map<std::string, size_t> claimed_;  // output path -> the input writing it
-  bool claimed_ahead_ = false;                       // by claim_in_order, instead of claim
+  std::atomic<bool> stopped_{false};                 // an output could not be written
   std::unordered_map<size_t, std::string> clashes_;  // input -> its clash's error, ahead
   // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
   // serialised); null for the CPU path, which decodes each file with its own threads.
@@ -281,11 +276,22 @@ int Converter::run() {
 
 void Converter::claim_in_order() {
   const bool encoding = direction_ == Direction::encode;
-  if (!encoding && extension_of(target_, 1) != extension_of(target_, 3)) return;
+  // A decode's extension may depend on the channels (ppm/pgm): the outputs are grouped by their
+  // path with one extension, and only in a group of several is each input's header read.
+  const bool by_channels = !encoding && extension_of(target_, 1) != extension_of(target_, 3);
   const std::string ext = encoding ? "l3" : extension_of(target_, 3);
-  const auto output_of = [&](size_t i) {
+  const auto output_of = [&](size_t i, bool exact) {
     try {
-      return plan_->output_for(inputs_[i], ext);
+      const InputFile input = inputs_[i];
+      std::error_code ec;
+      // stdin or a FIFO is read once, when converted: grouped by name alone
+      if (!exact || !by_channels || !fs::is_regular_file(input.path, ec))
+        return plan_->output_for(input, ext);
+      const MappedFile file(input.path, require_l3_head);
+      require_l3_head(file.bytes());
+      const uint32_t channels = l3::inspect(file.bytes()).shape.channels;
+      check_target(target_, channels);
+      return plan_->output_for(input, extension_of(target_, channels));
     } catch (const std::exception&) {
       return fs::path();  // it fails again, with its file's name, when it is converted
     }
@@ -302,7 +308,7 @@ void Converter::claim_in_order() {
   std::vector<Claim> claims;
   claims.reserve(inputs_.size());
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    const fs::path output = output_of(i);
+    const fs::path output = output_of(i, false);
     if (!output.empty() && output != "-")
       claims.push_back({std::hash<std::string>{}(output.lexically_normal().string()), i});
   }
@@ -312,7 +318,8 @@ void Converter::claim_in_order() {
     if (to - from == 1) continue;
     std::vector<std::pair<std::string, size_t>> first_writers;  // output -> the earliest input
     for (size_t k = from; k < to; ++k) {
-      const fs::path output = output_of(claims[k].index);
+      const fs::path output = output_of(claims[k].index, true);
+      if (output.empty()) continue;
       const std::string normal = output.lexically_normal().string();
       auto first = std::find_if(first_writers.begin(), first_writers.end(),
                                 [&](const auto& w) { return w.first == normal; });
@@ -322,7 +329,6 @@ void Converter::claim_in_order() {
         clashes_.emplace(claims[k].index, clash_message(output, first->second));
     }
   }
-  claimed_ahead_ = true;
 }
 
 void Converter::remove_dead_temp_files() const {
@@ -366,13 +372,6 @@ std::string Converter::clash_message(const fs::path& output, size_t first) const
          "; skipped";
 }
 
-void Converter::claim(const fs::path& output, size_t index) {
-  if (output == "-") return;
-  std::lock_guard lock(claim_mutex_);
-  auto [it, inserted] = claimed_.emplace(output.lexically_normal().string(), index);
-  if (!inserted) throw Error(Errc::invalid_argument, clash_message(output, it->second));
-}
-
 // An output newer than its input is still stale when it is not what this run would write: an
 // L3 file of another patch size (`--patch 8` after a default encode), a decoded image in another
 // format or shape (`--to raw` after `--to png` into one name), or any other file.
@@ -408,11 +407,8 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
     check_target(target_, outcome.shape.channels);
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
-  if (!claimed_ahead_) {
-    claim(outcome.output, index);
-  } else if (auto clash = clashes_.find(index); clash != clashes_.end()) {
+  if (auto clash = clashes_.find(index); clash != clashes_.end())
     throw Error(Errc::invalid_argument, clash->second);
-  }
   // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
   // --force, the original would be replaced by its conversion).
   std::error_code ec;

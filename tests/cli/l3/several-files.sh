@@ -24,3 +24,16 @@ for _ in 1 2 3; do
   expect_exit 1 dlprep -q -j2 l3 decode a.l3 x/a.l3 --to png -o clashd 2>err.txt
   grep -q 'x/a.l3: output clashd/a.png is also written from a.l3' err.txt || fail "$(cat err.txt)"
 done
+# To ppm/pgm the extension follows the channels: the same name in 3 channels twice clashes (the
+# later input, in input order), a gray one beside it (.pgm) does not.
+mkdir g
+make_pnm g/a.pgm 8 8 1 3
+dlprep -q l3 encode g/a.pgm -o g/a.l3
+for _ in 1 2 3; do
+  rm -rf clashp
+  expect_exit 1 dlprep -q -j2 l3 decode x/a.l3 g/a.l3 a.l3 --to ppm -o clashp 2>err.txt
+  grep -q '^dlprep: error: l3 decode: a.l3: output clashp/a.ppm is also written from x/a.l3' err.txt ||
+    fail "$(cat err.txt)"
+  [ "$(grep -c 'also written' err.txt)" = 1 ] || fail "$(cat err.txt)"
+  [ -f clashp/a.ppm ] && [ -f clashp/a.pgm ] || fail "$(ls clashp)"
+done

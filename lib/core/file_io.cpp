@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <string_view>
 
@@ -540,14 +541,31 @@ void AtomicFile::keep() {
   unregister_pending(temp_);
 }
 
-void flush_file_system(const fs::path& dir) {
-  const fs::path d = dir.empty() ? fs::path(".") : dir;
-  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw io_error(d, "cannot flush to storage", errno);
-  const int rc = ::syncfs(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) throw io_error(d, "cannot flush to storage", err);
+void flush_to_storage(const std::vector<fs::path>& files) {
+  std::map<fs::path, fs::path> dirs;  // a directory to flush -> a file in it
+  for (const fs::path& file : files) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) continue;
+    if (fd < 0) throw io_error(file, "cannot flush to storage", errno);
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    const int rc = regular ? ::fdatasync(fd) : 0;
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) throw io_error(file, "cannot flush to storage", err);
+    const fs::path dir = link_destination(file).parent_path();
+    if (regular) dirs.emplace(dir.empty() ? fs::path(".") : dir, file);
+  }
+  for (const auto& [dir, file] : dirs) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool listable = fd >= 0;
+    if (!listable && errno == EACCES) fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw io_error(dir, "cannot flush to storage", errno);
+    const int rc = listable ? ::fsync(fd) : ::syncfs(fd);
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0) throw io_error(dir, "cannot flush to storage", err);
+  }
 }
 
 void write_file_atomic(const fs::path& path, ByteSpan bytes) {

@@ -133,12 +133,13 @@ std::filesystem::path link_destination(const std::filesystem::path& path);
 /// "DIR: cannot create directory: …".
 void make_directories(const std::filesystem::path& dir);
 
-/// Writes every change of the file system that holds `dir` (file bytes, creations, renames) to
-/// storage: syncfs(2). A checkpoint that vouches for earlier outputs is written after it, so that
-/// after a power loss no checkpoint names bytes that were lost (rename alone is atomic, not
-/// durable). One call flushes many files at the cost of the bytes not yet written. Throws
-/// Error(io) "DIR: cannot flush to storage: …".
-void flush_file_system(const std::filesystem::path& dir);
+/// Writes the bytes of `files` (the files links name) and their directory entries to storage:
+/// fdatasync of each, then fsync of each directory holding one (where a directory cannot be
+/// opened, for want of read permission, syncfs of its file system instead). A file that is not
+/// there or not a regular file (a device, a FIFO) is skipped. A checkpoint that vouches for
+/// outputs is written after it, so that after a power loss no checkpoint names bytes that were
+/// lost (rename alone is atomic, not durable). Throws Error(io) "FILE: cannot flush to storage: …".
+void flush_to_storage(const std::vector<std::filesystem::path>& files);
 
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);

@@ -128,10 +128,16 @@ class Run {
   /// The settings of a single pass's outputs, recorded in its partial checkpoints.
   json single_pass_outputs() const;
   std::vector<std::string> day_stems(size_t day) const;
-  bool outputs_exist(size_t day) const;
-  /// Before a checkpoint: what it vouches for (the days' files, FILE of --emit-binary or its
+  /// The files of day `day` (both halves of a split last day).
+  std::vector<fs::path> day_files(size_t day) const;
+  /// What a checkpoint records of a day's files (size, mtime, inode; null where one is missing),
+  /// and whether they are still those: a file replaced since (by a run with other settings that
+  /// stopped before its own checkpoint) is not taken for the day's.
+  json day_files_identity(size_t day) const;
+  bool day_files_match(size_t day, const json& recorded) const;
+  /// Before a checkpoint: what it vouches for (the files of `days`, FILE of --emit-binary or its
   /// kept temp file) written to storage, so that a power loss cannot leave one naming lost bytes.
-  void flush_outputs() const;
+  void flush_outputs(const std::vector<size_t>& days) const;
   /// state.json: the days complete under `fp2`, with every day's counts.
   void save_state(const json& fp2, const std::vector<size_t>& days_done);
   /// The days state.json records as complete under `fp2` whose files are all there. With
@@ -183,6 +189,7 @@ class Run {
   uint64_t passes_ = 2;             // over the inputs: 1 for a single pass
   uint64_t counted_bytes_ = 0;      // read to count a split last day's rows (a single pass)
   json resumed_outputs_;            // the partial checkpoint's single-pass output settings
+  json resumed_files_;              // and the identities of those days' files
   json resumed_emit_;               // the checkpoint's emit_record()
   uint64_t emit_bytes_ = 0;         // written into emit_
   double read_seconds_ = 0, write_seconds_ = 0;

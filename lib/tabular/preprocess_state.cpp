@@ -3,6 +3,9 @@
 // complete under the same settings (state.json), each trusted only while the inputs and settings
 // they record are this run's; the --emit-binary FILE they continue or find complete; and the day
 // files of an earlier run's extra days removed.
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -114,28 +117,58 @@ std::vector<std::string> Run::day_stems(size_t day) const {
                                               : std::vector<std::string>{"val", "test"};
 }
 
-bool Run::outputs_exist(size_t day) const {
+std::vector<fs::path> Run::day_files(size_t day) const {
+  std::vector<fs::path> files;
   for (const auto& s : day_stems(day))
-    for (const auto& f : output_files(o_.output_format, o_.out_dir, s))
-      if (!fs::exists(f)) return false;
-  return true;
+    for (const auto& f : output_files(o_.output_format, o_.out_dir, s)) files.push_back(f);
+  return files;
 }
 
-void Run::flush_outputs() const {
-  flush_file_system(o_.out_dir);
-  if (o_.emit_binary) flush_file_system(link_destination(*o_.emit_binary).parent_path());
+json Run::day_files_identity(size_t day) const {
+  json ids = json::array();
+  for (const fs::path& f : day_files(day)) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0) {
+      ids.push_back(nullptr);
+      continue;
+    }
+    ids.push_back({static_cast<uint64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<uint64_t>(st.st_ino)});
+  }
+  return ids;
+}
+
+bool Run::day_files_match(size_t day, const json& recorded) const {
+  const json now = day_files_identity(day);
+  return recorded == now &&
+         std::none_of(now.begin(), now.end(), [](const json& id) { return id.is_null(); });
+}
+
+void Run::flush_outputs(const std::vector<size_t>& days) const {
+  std::vector<fs::path> files;
+  for (size_t day : days)
+    for (fs::path& f : day_files(day)) files.push_back(std::move(f));
+  if (emit_ && !emit_->temp_path().empty())
+    files.emplace_back(emit_->temp_path());  // kept: a partial checkpoint counts its bytes
+  else if (o_.emit_binary)
+    files.push_back(*o_.emit_binary);  // committed (skipped unless a regular file)
+  flush_to_storage(files);
 }
 
 void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
   json days = json::array();
   for (const auto& d : stats_.days)
     days.push_back({{"rows", d.rows}, {"bad_rows", d.bad_rows}, {"input_bytes", d.input_bytes}});
+  PhaseTimer t(write_seconds_);
+  flush_outputs(days_done);
+  json files = json::array();
+  for (size_t day : days_done) files.push_back(day_files_identity(day));
   json st = {{"schema", "dlprep.criteo-state/1"},
              {"pass2", fp2},
              {"days_done", days_done},
+             {"day_files", files},
              {"days", days}};
-  PhaseTimer t(write_seconds_);
-  flush_outputs();
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -147,9 +180,11 @@ std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
     const json st = read_json_file(path);
     if (st.value("pass2", json()) != fp2) return done;
     const json days = st.value("days", json::array());
-    for (const json& d : st.at("days_done")) {
-      const auto day = d.get<size_t>();
-      if (day >= o_.inputs.size() || !outputs_exist(day)) continue;
+    const json files = st.value("day_files", json::array());
+    const json& listed = st.at("days_done");
+    for (size_t i = 0; i < listed.size(); ++i) {
+      const auto day = listed[i].get<size_t>();
+      if (day >= o_.inputs.size() || i >= files.size() || !day_files_match(day, files[i])) continue;
       if (restore_counts) {
         if (!days.is_array() || day >= days.size()) continue;
         const json& c = days[day];
@@ -182,9 +217,11 @@ json Run::single_pass_outputs() const {
 
 bool Run::single_pass_resumable(size_t done) const {
   if (done == 0) return true;
-  if (resumed_outputs_ != single_pass_outputs()) return false;
+  if (resumed_outputs_ != single_pass_outputs() || !resumed_files_.is_array() ||
+      resumed_files_.size() < done)
+    return false;
   for (size_t day = 0; day < done; ++day)
-    if (!outputs_exist(day)) return false;
+    if (!day_files_match(day, resumed_files_[day])) return false;
   return true;
 }
 
@@ -196,9 +233,18 @@ void Run::save_vocab(const json& pass1_fp, size_t days_done, const json& outputs
                     {"bad_rows", d.bad_rows},
                     {"input_bytes", d.input_bytes}});
   json fields = {{"days", days}, {"days_done", days_done}, {"pass1", pass1_fp}};
-  if (!outputs.is_null()) fields["single_pass_outputs"] = outputs;
+  std::vector<size_t> with_files;  // the days before days_done have their files in a single pass
+  if (!outputs.is_null()) {
+    fields["single_pass_outputs"] = outputs;
+    json files = json::array();
+    for (size_t day = 0; day < days_done; ++day) {
+      with_files.push_back(day);
+      files.push_back(day_files_identity(day));
+    }
+    fields["single_pass_files"] = files;
+  }
   if (o_.emit_binary) fields["emit"] = emit_record();
-  flush_outputs();
+  flush_outputs(with_files);
   write_vocab_dir(o_.out_dir / "vocab", modulus_, vocab_, o_, std::move(fields));
   // Kept from now on, for a rerun to continue: the checkpoint names it. (Before it, an interrupt
   // would leave a temp file that nothing names.)
@@ -216,6 +262,7 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
     if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
     load_vocab_from(o_.out_dir / "vocab");
     resumed_outputs_ = v.value("single_pass_outputs", json());
+    resumed_files_ = v.value("single_pass_files", json());
     resumed_emit_ = v.value("emit", json());
     for (size_t d = 0; d < done; ++d) {
       stats_.days[d].rows = days[d]["rows"].get<uint64_t>();

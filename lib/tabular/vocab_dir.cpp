@@ -50,17 +50,20 @@ void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>
                      json fields) {
   fs::create_directories(dir);
   std::vector<uint64_t> cardinality;
+  std::vector<fs::path> arrays;
   for (int j = 0; j < kNumSparse; ++j) {
     const std::string c = field_name(kFirstSparseField + j);
-    write_npy_1d(dir / (c + "_values.npy"), "<u4", vocab[j].values());
-    write_npy_1d(dir / (c + "_counts.npy"), "<u8", vocab[j].counts());
+    arrays.push_back(dir / (c + "_values.npy"));
+    write_npy_1d(arrays.back(), "<u4", vocab[j].values());
+    arrays.push_back(dir / (c + "_counts.npy"));
+    write_npy_1d(arrays.back(), "<u8", vocab[j].counts());
     cardinality.push_back(vocab[j].size());
   }
   fields["schema"] = "dlprep.criteo-vocab/1";
   fields["modulus"] = modulus;
   fields["cardinality"] = cardinality;
   fields["conventions"] = conventions_of(options);
-  flush_file_system(dir);  // vocab.json, the checkpoint, only once the arrays it names are stored
+  flush_to_storage(arrays);  // vocab.json, the checkpoint, only once the arrays it names are stored
   write_json_file(dir / "vocab.json", fields);
 }
 

@@ -93,14 +93,15 @@ void compare_dirs(const std::string& name, const fs::path& cpu, const fs::path& 
   for (const fs::path& f : a) {
     if (!fs::exists(gpu / f)) continue;
     std::string x = slurp(cpu / f), y = slurp(gpu / f);
-    if (f.filename() == "vocab.json") {
-      // It records each run's own --emit-binary FILE (path, mtime).
-      auto without_emit = [](const std::string& text) {
+    if (f.filename() == "vocab.json" || f.filename() == "state.json") {
+      // The checkpoints record each run's own files: its --emit-binary FILE (path, mtime) and
+      // its day files (size, mtime, inode).
+      auto without_own_files = [](const std::string& text) {
         nlohmann::json j = nlohmann::json::parse(text);
-        j.erase("emit");
+        for (const char* key : {"emit", "day_files", "single_pass_files"}) j.erase(key);
         return j.dump();
       };
-      x = without_emit(x), y = without_emit(y);
+      x = without_own_files(x), y = without_own_files(y);
     }
     if (x == y) continue;
     size_t i = 0;

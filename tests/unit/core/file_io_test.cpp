@@ -410,16 +410,23 @@ TEST_CASE("a deferred AtomicFile whose target another program writes meanwhile r
   CHECK(files == 1);
 }
 
-TEST_CASE("flush_file_system flushes a directory's file system and names a directory it cannot") {
+TEST_CASE("flush_to_storage flushes files and their directories, skips what is no file") {
   const fs::path dir = scratch("flush");
   write_file_atomic(dir / "a", ByteSpan(reinterpret_cast<const uint8_t*>("x"), 1));
-  CHECK_NOTHROW(flush_file_system(dir));
+  fs::create_symlink("a", dir / "link");
+  CHECK_NOTHROW(flush_to_storage({dir / "a", dir / "link", dir / "missing", "/dev/null"}));
+  // A directory that can be written into but not listed (as root, permissions do not bind).
+  fs::create_directories(dir / "drop");
+  write_file_atomic(dir / "drop" / "b", ByteSpan(reinterpret_cast<const uint8_t*>("y"), 1));
+  fs::permissions(dir / "drop", fs::perms(0733));
+  CHECK_NOTHROW(flush_to_storage({dir / "drop" / "b"}));
+  fs::permissions(dir / "drop", fs::perms(0755));
   try {
-    flush_file_system(dir / "a");
-    FAIL("a file was taken for a directory");
+    flush_to_storage({dir / "a" / "b"});  // (a is no directory)
+    FAIL("a path through a file was flushed");
   } catch (const Error& e) {
     CHECK(e.code() == Errc::io);
-    CHECK(std::string(e.what()).find((dir / "a").string() + ": cannot flush to storage") !=
+    CHECK(std::string(e.what()).find((dir / "a" / "b").string() + ": cannot flush to storage") !=
           std::string::npos);
   }
 }

@@ -506,10 +506,19 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
       CHECK(one.days[d].input_bytes == two.days[d].input_bytes);
     std::vector<std::string> stems = {"day_0", "day_1", "day_2"};
     if (v.split != SplitLast::none) stems.back() = "test", stems.push_back("val");
-    std::vector<std::string> files = {"state.json"};
+    std::vector<std::string> files;
     for (const auto& stem : stems)
       for (const auto& f : output_files(v.format, "", stem)) files.push_back(f.string());
-    check_same_files(dir / (std::string(v.name) + "_2"), dir / (std::string(v.name) + "_1"), files);
+    const fs::path out2 = dir / (std::string(v.name) + "_2"),
+                   out1 = dir / (std::string(v.name) + "_1");
+    check_same_files(out2, out1, files);
+    // state.json also records each run's own day files (their sizes, mtimes and inodes).
+    json state2 = json::parse(slurp(out2 / "state.json")),
+         state1 = json::parse(slurp(out1 / "state.json"));
+    CHECK(state2["day_files"].size() == state2["days_done"].size());
+    state2.erase("day_files");
+    state1.erase("day_files");
+    CHECK(state2 == state1);
   }
 }
 
@@ -880,6 +889,50 @@ TEST_CASE("a rerun with other settings that stops midway leaves no state.json of
   const PreprocessStats s = preprocess(o);
   CHECK(s.days_resumed_in_pass1 == 2);
   CHECK(fs::exists(dir / "state.json"));
+}
+
+TEST_CASE("a day whose files were replaced since its checkpoint is redone, not trusted") {
+  // What a run with other settings leaves when it stops after renaming a day file and before its
+  // own checkpoint: the earlier checkpoint, and a file of the other run under the day's name.
+  std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
+                                kSamples / "edge_cases.tsv"};
+  const auto replace = [](const fs::path& f) {
+    std::string other = slurp(f);
+    other.back() = static_cast<char>(other.back() ^ 1);
+    put(f, other);
+  };
+  for (const bool single : {false, true}) {
+    INFO(single);
+    const fs::path dir = scratch(single ? "replaced_single" : "replaced_two");
+    PreprocessOptions o = base(days, dir);
+    o.resume = true;
+    o.checkpoint_seconds = 0;
+    o.single_pass = single;
+    const PreprocessStats first = preprocess(o);
+    CHECK(first.single_pass == single);
+    const std::string want = slurp(dir / "day_1_sparse.npy");
+    replace(dir / "day_1_sparse.npy");
+    const PreprocessStats again = preprocess(o);
+    CHECK_FALSE(again.days[1].skipped);
+    CHECK(slurp(dir / "day_1_sparse.npy") == want);
+    // A single pass stopped at day 2 keeps a partial checkpoint of days 0 and 1 (vocab.json).
+    if (single) {
+      const fs::path part = scratch("replaced_partial");
+      PreprocessOptions p = base(days, part);
+      p.resume = true;
+      p.checkpoint_seconds = 0;
+      p.progress = [&](const ProgressEvent& e) {
+        if (e.what == "single pass" && e.item == days[2].string())
+          throw Error(Errc::interrupted, "stop");
+      };
+      CHECK_THROWS_AS(preprocess(p), Error);
+      p.progress = nullptr;
+      replace(part / "day_0_sparse.npy");
+      const PreprocessStats resumed = preprocess(p);
+      CHECK_FALSE(resumed.days[0].skipped);  // its vocabulary is reused, not its replaced file
+      check_same_files(dir, part, kDay01);
+    }
+  }
 }
 
 TEST_CASE("--emit-binary's FILE continues after the last checkpoint, and is kept when up to date") {

@@ -288,15 +288,14 @@ class AtomicFile::WindowedFile {
   WindowedFile(const WindowedFile&) = delete;
   WindowedFile& operator=(const WindowedFile&) = delete;
   uint64_t size() const { return size_; }
-  /// Whether the file is as it was when opened: the same size, modification and change times
-  /// (any write moves them). One written since is never taken for the bytes compared with it.
+  /// Whether the file is as it was when opened: the same size and modification time (any write
+  /// moves it). One written since is never taken for the bytes compared with it. Not the change
+  /// time: chmod, a hard link (a snapshot by `cp -al`) or a rename move it and change no byte.
   bool unchanged() const {
     struct stat st {};
-    const auto same = [](const timespec& a, const timespec& b) {
-      return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-    };
     return ::fstat(fd_, &st) == 0 && st.st_size == opened_.st_size &&
-           same(st.st_mtim, opened_.st_mtim) && same(st.st_ctim, opened_.st_ctim);
+           st.st_mtim.tv_sec == opened_.st_mtim.tv_sec &&
+           st.st_mtim.tv_nsec == opened_.st_mtim.tv_nsec;
   }
 
   /// Whether `bytes` are the file's, from `offset`.
@@ -364,10 +363,13 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
   if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     std::error_code link_ec;
     const std::string points_to = fs::read_symlink(target, link_ec).string();
-    const auto special = [](const std::string& p) {
-      return p.starts_with("/dev/") || p.starts_with("/proc/");
+    // An open file of this process, not a link to follow (/dev/shm/x is an ordinary file).
+    const auto open_file = [](const std::string& p) {
+      if (p == "/dev/stdout" || p == "/dev/stderr" || p.starts_with("/dev/fd/")) return true;
+      const size_t slash = p.starts_with("/proc/") ? p.find('/', 6) : std::string::npos;
+      return slash != std::string::npos && p.compare(slash, 4, "/fd/") == 0;
     };
-    if (special(text) || special(points_to)) {
+    if (open_file(text) || open_file(points_to)) {
       // /dev/stdout, /dev/fd/N: an open file of this process, appended to where it is (renaming
       // a temp file over the link would replace the system's /dev/stdout, as root).
       fd_ = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
@@ -467,7 +469,8 @@ void AtomicFile::diverge() {
   // The bytes matched so far are copied from the target: changed meanwhile, it no longer holds
   // them, and a commit would publish neither this output nor the other writer's.
   if (!existing_->unchanged())
-    throw Error(Errc::io, target_.string() + ": changed by another program while being written");
+    throw Error(Errc::io,
+                target_.string() + ": changed by another program while compared; run again");
   open_temp();
   existing_->copy_prefix(matched_, fd_, target_);
   existing_.reset();

@@ -66,8 +66,9 @@ void write_all(int fd, ByteSpan bytes, const std::filesystem::path& path);
 /// A file written under a temporary name in the target's directory and renamed into place by
 /// commit(). If it is destroyed without commit(), or the process gets SIGINT (see
 /// remove_pending_temp_files), the temporary file is removed: no half-written output is ever seen.
-/// An existing target that is a device or FIFO (/dev/null, a pipe), or a link in /dev or /proc
-/// (/dev/stdout: appended to), is written in place instead; through any other link, the file it
+/// An existing target that is a device or FIFO (/dev/null, a pipe), or a link to an open file of
+/// the process (/dev/stdout, /dev/fd/N, /proc/self/fd/N: appended to), is written in place
+/// instead; through any other link (also one into /dev/shm), the file it
 /// points to is replaced and the link kept.
 class AtomicFile {
  public:

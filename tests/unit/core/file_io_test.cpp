@@ -390,9 +390,19 @@ TEST_CASE("a deferred AtomicFile whose target another program writes meanwhile r
     }
     CHECK_FALSE(f.same_as_target());
     CHECK_THROWS_WITH_AS(
-        f.commit(), (out.string() + ": changed by another program while being written").c_str(),
-        Error);
+        f.commit(),
+        (out.string() + ": changed by another program while compared; run again").c_str(), Error);
     CHECK(read_file(out) == theirs);  // the other program's file, as it wrote it
+  }
+  SUBCASE("its mode and links changed, not its bytes: still current") {
+    write_file_atomic(out, ours);
+    AtomicFile f(out, AtomicFile::Mode::defer);
+    f.write(ours);
+    fs::permissions(out, fs::perms(0600));
+    fs::create_hard_link(out, dir / "snapshot");
+    CHECK(f.same_as_target());
+    CHECK_NOTHROW(f.commit());
+    fs::remove(dir / "snapshot");
   }
   SUBCASE("grown, then differing from what is written") {
     write_file_atomic(out, ours);
@@ -429,4 +439,19 @@ TEST_CASE("flush_to_storage flushes files and their directories, skips what is n
     CHECK(std::string(e.what()).find((dir / "a" / "b").string() + ": cannot flush to storage") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("a link into /dev/shm is followed and its file replaced, not appended to") {
+  if (!fs::is_directory("/dev/shm")) {
+    MESSAGE("skipped: no /dev/shm");
+    return;
+  }
+  const fs::path dir = scratch("shm-link");
+  const fs::path shm = fs::path("/dev/shm") / ("dlprep-test-" + std::to_string(::getpid()));
+  fs::create_symlink(shm, dir / "out");
+  for (int run = 0; run < 2; ++run)
+    write_file_atomic(dir / "out", ByteSpan(reinterpret_cast<const uint8_t*>("abc"), 3));
+  CHECK(fs::is_symlink(dir / "out"));
+  CHECK(read_file(shm) == Bytes{'a', 'b', 'c'});
+  fs::remove(shm);
 }

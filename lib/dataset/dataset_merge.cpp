@@ -97,7 +97,7 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     return;
   }
   // Across file systems: copied a MiB at a time (mapped whole, a shard's pages were all in RSS).
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
   if (in < 0) {
     const int err = errno;
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(err), err);
@@ -112,13 +112,17 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     const int err = errno;
     throw Error(Errc::io, from.string() + ": cannot stat: " + std::strerror(err), err);
   }
+  if (!S_ISREG(opened.st_mode)) throw Error(Errc::io, from.string() + ": not a regular file");
   AtomicFile out(to);
   // Sized to the file, at most a MiB: a sample of a few KB needs no zero-filled MiB of its own.
   const auto capacity =
       static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(opened.st_size) + 1, 1 << 20));
   const std::unique_ptr<uint8_t[]> buffer(new uint8_t[capacity]);
   uint64_t copied = 0;
-  while (const size_t n = read_some(in, buffer.get(), capacity, from)) {
+  // Past the size it had, a file still growing has changed: no need to read on to its end.
+  while (copied <= static_cast<uint64_t>(opened.st_size)) {
+    const size_t n = read_some(in, buffer.get(), capacity, from);
+    if (n == 0) break;
     out.write(ByteSpan(buffer.get(), n));
     copied += n;
   }

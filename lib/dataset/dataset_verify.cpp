@@ -54,7 +54,12 @@ class WorkerFiles {
       throw Error(Errc::io, path.string() + ": cannot open: " + std::strerror(err), err);
     }
     struct stat st {};
-    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      close();
+      throw Error(Errc::io, path.string() + ": cannot stat: " + std::strerror(err), err);
+    }
+    if (!S_ISREG(st.st_mode)) {
       close();
       throw Error(Errc::mismatch, path.string() + ": not a regular file");
     }
@@ -68,10 +73,10 @@ class WorkerFiles {
   bool is_open(const fs::path& path) const { return fd_ >= 0 && path_ == path; }
   uint64_t shard_size() const { return size_; }
   /// Up to `bytes` of the open shard from `offset`, in `buffer` (whose earlier contents go; one
-  /// that grew past 64 MiB for a large member is given back first).
+  /// that grew past 64 MiB for a large member is given back before a small read).
   ByteSpan read(uint64_t offset, uint64_t bytes, Bytes& buffer) {
     if (offset >= size_) return {};
-    if (buffer.capacity() > kKeptBufferBytes) Bytes().swap(buffer);
+    if (buffer.capacity() > kKeptBufferBytes && bytes <= kKeptBufferBytes) Bytes().swap(buffer);
     buffer.resize(static_cast<size_t>(std::min(bytes, size_ - offset)));
     return ByteSpan(buffer).first(pread_up_to(fd_, buffer.data(), buffer.size(), offset, path_));
   }

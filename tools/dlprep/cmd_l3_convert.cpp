@@ -20,6 +20,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cmd_l3.hpp"
@@ -173,6 +174,11 @@ class Converter {
   Totals totals_;
   std::atomic<bool> stopped_{false};                 // an output could not be written
   std::unordered_map<size_t, std::string> clashes_;  // input -> its clash's error, ahead
+  // Inputs whose name is another's and whose output claim_in_order could not know (stdin, a FIFO
+  // to ppm/pgm): claimed as they are converted, the first converted keeping the output.
+  std::unordered_set<size_t> late_claims_;
+  std::mutex late_mutex_;
+  std::unordered_map<std::string, size_t> late_claimed_;  // output -> the input writing it
   // --device cuda|auto: one batch decoder (it owns a stream and device buffers, so calls are
   // serialised); null for the CPU path, which decodes each file with its own threads.
   std::unique_ptr<l3::BatchDecoder> device_decoder_;
@@ -280,13 +286,15 @@ void Converter::claim_in_order() {
   // path with one extension, and only in a group of several is each input's header read.
   const bool by_channels = !encoding && extension_of(target_, 1) != extension_of(target_, 3);
   const std::string ext = encoding ? "l3" : extension_of(target_, 3);
+  // stdin or a FIFO is read once, when converted: its header cannot be read ahead.
+  const auto unread = [&](size_t i) {
+    std::error_code ec;
+    return by_channels && !fs::is_regular_file(inputs_[i].path, ec);
+  };
   const auto output_of = [&](size_t i, bool exact) {
     try {
       const InputFile input = inputs_[i];
-      std::error_code ec;
-      // stdin or a FIFO is read once, when converted: grouped by name alone
-      if (!exact || !by_channels || !fs::is_regular_file(input.path, ec))
-        return plan_->output_for(input, ext);
+      if (!exact || !by_channels) return plan_->output_for(input, ext);
       const MappedFile file(input.path, require_l3_head);
       require_l3_head(file.bytes());
       const uint32_t channels = l3::inspect(file.bytes()).shape.channels;
@@ -316,6 +324,12 @@ void Converter::claim_in_order() {
   for (size_t from = 0, to = 0; from < claims.size(); from = to) {
     for (to = from + 1; to < claims.size() && claims[to].hash == claims[from].hash;) ++to;
     if (to - from == 1) continue;
+    bool late = false;
+    for (size_t k = from; k < to && !late; ++k) late = unread(claims[k].index);
+    if (late) {  // claimed as they are converted, once every output is known
+      for (size_t k = from; k < to; ++k) late_claims_.emplace(claims[k].index);
+      continue;
+    }
     std::vector<std::pair<std::string, size_t>> first_writers;  // output -> the earliest input
     for (size_t k = from; k < to; ++k) {
       const fs::path output = output_of(claims[k].index, true);
@@ -409,6 +423,11 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
   }
   if (auto clash = clashes_.find(index); clash != clashes_.end())
     throw Error(Errc::invalid_argument, clash->second);
+  if (late_claims_.count(index) != 0) {
+    std::lock_guard lock(late_mutex_);
+    auto [it, inserted] = late_claimed_.emplace(outcome.output.lexically_normal().string(), index);
+    if (!inserted) throw Error(Errc::invalid_argument, clash_message(outcome.output, it->second));
+  }
   // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
   // --force, the original would be replaced by its conversion).
   std::error_code ec;

@@ -78,6 +78,7 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     const int err = errno;
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(err), err);
   }
+  if (!S_ISREG(a.st_mode)) throw Error(Errc::io, from.string() + ": not a regular file");
   if (::stat(to.c_str(), &b) == 0 &&
       (a.st_dev == b.st_dev ? a.st_ino == b.st_ino
                             : a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
@@ -88,7 +89,8 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   // An AtomicFile temp name: found after a SIGKILL.
   fs::path temp = to.parent_path() / temp_file_name(to.filename().string(), "linked");
   ::unlink(temp.c_str());
-  if (::link(from.c_str(), temp.c_str()) == 0) {
+  // The file a linked sample names, not the link (relative, it would dangle in OUT).
+  if (::linkat(AT_FDCWD, from.c_str(), AT_FDCWD, temp.c_str(), AT_SYMLINK_FOLLOW) == 0) {
     if (::rename(temp.c_str(), to.c_str()) != 0) {
       int err = errno;
       ::unlink(temp.c_str());

@@ -547,7 +547,9 @@ void AtomicFile::keep() {
 void flush_to_storage(const std::vector<fs::path>& files) {
   std::map<fs::path, fs::path> dirs;  // a directory to flush -> a file in it
   for (const fs::path& file : files) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == EACCES)  // a file one may write and not read
+      fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 && errno == ENOENT) continue;
     if (fd < 0) throw io_error(file, "cannot flush to storage", errno);
     struct stat st {};
@@ -556,8 +558,12 @@ void flush_to_storage(const std::vector<fs::path>& files) {
     const int err = errno;
     ::close(fd);
     if (rc != 0) throw io_error(file, "cannot flush to storage", err);
-    const fs::path dir = link_destination(file).parent_path();
-    if (regular) dirs.emplace(dir.empty() ? fs::path(".") : dir, file);
+    // Its directory, and that directory's entry in its parent (a day folder, a new OUTDIR).
+    const fs::path dir = fs::absolute(link_destination(file)).parent_path();
+    if (regular) {
+      dirs.emplace(dir, file);
+      if (dir.has_relative_path()) dirs.emplace(dir.parent_path(), file);
+    }
   }
   for (const auto& [dir, file] : dirs) {
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -567,7 +573,9 @@ void flush_to_storage(const std::vector<fs::path>& files) {
     const int rc = listable ? ::fsync(fd) : ::syncfs(fd);
     const int err = errno;
     ::close(fd);
-    if (rc != 0) throw io_error(dir, "cannot flush to storage", err);
+    // EINVAL: a file system that cannot sync a directory (as PostgreSQL, nothing more to do)
+    if (rc != 0 && !(listable && err == EINVAL))
+      throw io_error(dir, "cannot flush to storage", err);
   }
 }
 

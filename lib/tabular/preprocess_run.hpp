@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,7 @@ class Run {
   std::vector<std::string> day_stems(size_t day) const;
   /// The files of day `day` (both halves of a split last day).
   std::vector<fs::path> day_files(size_t day) const;
-  /// What a checkpoint records of a day's files (size, mtime, inode; null where one is missing),
+  /// What a checkpoint records of a day's files (size, mtime; null where one is missing),
   /// and whether they are still those: a file replaced since (by a run with other settings that
   /// stopped before its own checkpoint) is not taken for the day's.
   json day_files_identity(size_t day) const;
@@ -190,8 +191,10 @@ class Run {
   uint64_t counted_bytes_ = 0;      // read to count a split last day's rows (a single pass)
   json resumed_outputs_;            // the partial checkpoint's single-pass output settings
   json resumed_files_;              // and the identities of those days' files
+  mutable std::set<size_t> flushed_days_;  // days whose files flush_outputs wrote to storage
   json resumed_emit_;               // the checkpoint's emit_record()
   uint64_t emit_bytes_ = 0;         // written into emit_
+  bool emit_in_place_ = false;      // FILE written in place (/dev/stdout): nothing to flush
   double read_seconds_ = 0, write_seconds_ = 0;
   // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
   ReadBuffers read_buffers_;  // lent to every InputReader in turn

@@ -132,9 +132,9 @@ json Run::day_files_identity(size_t day) const {
       ids.push_back(nullptr);
       continue;
     }
+    // Not the inode: a copied OUTDIR (cp -a, rsync -a, a backup) keeps size and mtime.
     ids.push_back({static_cast<uint64_t>(st.st_size),
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                   static_cast<uint64_t>(st.st_ino)});
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
   }
   return ids;
 }
@@ -148,11 +148,12 @@ bool Run::day_files_match(size_t day, const json& recorded) const {
 void Run::flush_outputs(const std::vector<size_t>& days) const {
   std::vector<fs::path> files;
   for (size_t day : days)
-    for (fs::path& f : day_files(day)) files.push_back(std::move(f));
+    if (flushed_days_.insert(day).second)  // once: a checkpoint after each day lists them all
+      for (fs::path& f : day_files(day)) files.push_back(std::move(f));
   if (emit_ && !emit_->temp_path().empty())
     files.emplace_back(emit_->temp_path());  // kept: a partial checkpoint counts its bytes
-  else if (o_.emit_binary)
-    files.push_back(*o_.emit_binary);  // committed (skipped unless a regular file)
+  else if (o_.emit_binary && !emit_in_place_)
+    files.push_back(*o_.emit_binary);  // committed
   flush_to_storage(files);
 }
 
@@ -300,6 +301,7 @@ size_t Run::open_emit(size_t done) {
     emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
     emit_bytes_ = h.size();
   }
+  emit_in_place_ = emit_->temp_path().empty();
   // The temp files of FILE that killed runs left, next to the file a link names.
   const fs::path& target = emit_->final_path();
   remove_dead_temp_files(target.parent_path().empty() ? fs::path(".") : target.parent_path(),

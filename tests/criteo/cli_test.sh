@@ -164,6 +164,12 @@ expect oov_int32 2 "$DLPREP" criteo-preprocess --oov-id 2147483647 "$T/in.tsv" -
 expect emit_in_outdir 2 "$DLPREP" criteo-preprocess --preset dlrm --emit-binary "$T/o14x/day_0.bin" "$T/in.tsv" -o "$T/o14x"
 contains emit_in_outdir "$T/emit_in_outdir.err" "is inside the output directory"
 expect emit_is_dir 2 "$DLPREP" criteo-preprocess --emit-binary "$T" "$T/in.tsv" -o "$T/o14x"
+# --emit-binary /dev/stdout into a file (a redirection without O_APPEND): the rows alone, the
+# summary on stderr (it overwrote the header).
+expect emit_stdout 0 "$DLPREP" criteo-preprocess --emit-binary /dev/stdout "$S/deepctr_200.tsv" -o "$T/o14s"
+[ "$(head -c 8 "$T/emit_stdout.out")" = DLPCRTO1 ] || { echo "FAIL emit_stdout: no header"; fail=1; }
+[ "$(wc -c < "$T/emit_stdout.out")" -eq $((64 + 160 * 200)) ] || { echo "FAIL emit_stdout: size"; fail=1; }
+contains emit_stdout "$T/emit_stdout.err" "num_embeddings_per_feature"
 expect emit_in_vocab 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" --emit-binary "$T/o14/vocab/C1_values.npy" "$T/in.tsv" -o "$T/o14x"
 if [ -e "$T/o14x" ]; then echo "FAIL emit_in_outdir: $T/o14x written"; fail=1; fi
 # An OOV ID among the kept values' IDs would merge rare values into a real one: refused before any

@@ -1,4 +1,7 @@
 // dlprep criteo-preprocess INPUT… -o OUTDIR: Criteo/DLRM click-log preprocessing (lib/tabular).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -187,8 +190,19 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   // Each pass reads the input: the total is its size times the passes.
   o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
+  // --emit-binary /dev/stdout: the rows are the standard output, and the summary would land in
+  // them (over the header, where stdout is a file opened without O_APPEND): it goes to stderr.
+  struct stat emit_st {
+  }, out_st{};
+  const bool emit_to_stdout = o.emit_binary && ::stat(o.emit_binary->c_str(), &emit_st) == 0 &&
+                              ::fstat(STDOUT_FILENO, &out_st) == 0 &&
+                              emit_st.st_dev == out_st.st_dev && emit_st.st_ino == out_st.st_ino;
   PreprocessStats stats = preprocess(o);
   progress.finish();
+  if (emit_to_stdout) {
+    std::fflush(stdout);
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  }
   if (stats.bad_rows > 0)
     print_warning(globals, kCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");
   nlohmann::json j = nlohmann::json::parse(stats.to_json());

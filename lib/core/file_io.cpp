@@ -166,9 +166,13 @@ void unregister_pending(const std::string& path) {
 
 }  // namespace
 
-fs::path link_destination(const fs::path& p) {
+namespace {
+
+/// Follows the chain of links from `p` until a path that is no link, or one where `stop` says so.
+template <class Stop>
+fs::path follow_links(const fs::path& p, const Stop& stop) {
   fs::path at = p;
-  for (int hops = 0; hops < 40; ++hops) {  // the kernel's limit
+  for (int hops = 0; hops < 40 && !stop(at.string()); ++hops) {  // the kernel's limit
     struct stat st {};
     std::error_code ec;
     if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
@@ -177,6 +181,19 @@ fs::path link_destination(const fs::path& p) {
     at = (to.is_absolute() ? to : at.parent_path() / to).lexically_normal();
   }
   return at;
+}
+
+/// An open file of this process (/dev/stdout, /dev/fd/N, /proc/*/fd/N), not a link to follow.
+bool names_open_file(const std::string& name) {
+  if (name == "/dev/stdout" || name == "/dev/stderr" || name.starts_with("/dev/fd/")) return true;
+  const size_t slash = name.starts_with("/proc/") ? name.find('/', 6) : std::string::npos;
+  return slash != std::string::npos && name.compare(slash, 4, "/fd/") == 0;
+}
+
+}  // namespace
+
+fs::path link_destination(const fs::path& p) {
+  return follow_links(p, [](const std::string&) { return false; });
 }
 
 MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
@@ -358,18 +375,10 @@ class AtomicFile::WindowedFile {
 };
 
 AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), final_(target) {
-  struct stat st{};
-  const std::string text = target.string();
+  struct stat st {};
   if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    std::error_code link_ec;
-    const std::string points_to = fs::read_symlink(target, link_ec).string();
-    // An open file of this process, not a link to follow (/dev/shm/x is an ordinary file).
-    const auto open_file = [](const std::string& p) {
-      if (p == "/dev/stdout" || p == "/dev/stderr" || p.starts_with("/dev/fd/")) return true;
-      const size_t slash = p.starts_with("/proc/") ? p.find('/', 6) : std::string::npos;
-      return slash != std::string::npos && p.compare(slash, 4, "/fd/") == 0;
-    };
-    if (open_file(text) || open_file(points_to)) {
+    // Any link on the way to an open file: /dev/shm/x is an ordinary file, followed.
+    if (names_open_file(follow_links(target, names_open_file).string())) {
       // /dev/stdout, /dev/fd/N: an open file of this process, appended to where it is (renaming
       // a temp file over the link would replace the system's /dev/stdout, as root).
       fd_ = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

@@ -441,6 +441,21 @@ TEST_CASE("flush_to_storage flushes files and their directories, skips what is n
   }
 }
 
+TEST_CASE("a chain of links that ends at an open pipe is written into the pipe") {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const fs::path dir = scratch("link-chain-to-pipe");
+  fs::create_symlink("/dev/fd/" + std::to_string(pipe_fds[1]), dir / "second");
+  fs::create_symlink("second", dir / "first");  // first -> second -> /dev/fd/N -> pipe:[...]
+  write_file_atomic(dir / "first", ByteSpan(reinterpret_cast<const uint8_t*>("abc"), 3));
+  ::close(pipe_fds[1]);
+  char got[8] = {};
+  CHECK(::read(pipe_fds[0], got, sizeof got) == 3);
+  CHECK(std::string(got) == "abc");
+  ::close(pipe_fds[0]);
+  CHECK(fs::is_symlink(dir / "first"));
+}
+
 TEST_CASE("a link into /dev/shm is followed and its file replaced, not appended to") {
   if (!fs::is_directory("/dev/shm")) {
     MESSAGE("skipped: no /dev/shm");

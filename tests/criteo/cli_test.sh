@@ -170,6 +170,17 @@ expect emit_stdout 0 "$DLPREP" criteo-preprocess --emit-binary /dev/stdout "$S/d
 [ "$(head -c 8 "$T/emit_stdout.out")" = DLPCRTO1 ] || { echo "FAIL emit_stdout: no header"; fail=1; }
 [ "$(wc -c < "$T/emit_stdout.out")" -eq $((64 + 160 * 200)) ] || { echo "FAIL emit_stdout: size"; fail=1; }
 contains emit_stdout "$T/emit_stdout.err" "num_embeddings_per_feature"
+# FILE as standard error too (2>&1) would take warnings and the summary into the rows: refused
+# before anything is written. A closed standard error does not make the first file opened one.
+"$DLPREP" criteo-preprocess --emit-binary /dev/stdout "$S/deepctr_200.tsv" -o "$T/o14t" > "$T/emit_2to1.out" 2>&1
+if [ $? -ne 2 ] || ! grep -q "also the standard error" "$T/emit_2to1.out" || [ -e "$T/o14t" ]; then
+  echo "FAIL emit_2to1: not refused"; fail=1
+else echo "ok   emit_2to1 (exit 2)"; fi
+"$DLPREP" criteo-preprocess --emit-binary /dev/stdout "$S/deepctr_200.tsv" -o "$T/o14u" > "$T/emit_closed.out" 2>&-
+if [ $? -ne 0 ] || [ "$(head -c 8 "$T/emit_closed.out")" != DLPCRTO1 ] ||
+   [ "$(wc -c < "$T/emit_closed.out")" -ne $((64 + 160 * 200)) ]; then
+  echo "FAIL emit_closed_stderr: FILE damaged"; fail=1
+else echo "ok   emit_closed_stderr (exit 0)"; fi
 expect emit_in_vocab 2 "$DLPREP" criteo-preprocess --vocab-from "$T/o14" --emit-binary "$T/o14/vocab/C1_values.npy" "$T/in.tsv" -o "$T/o14x"
 if [ -e "$T/o14x" ]; then echo "FAIL emit_in_outdir: $T/o14x written"; fail=1; fi
 # An OOV ID among the kept values' IDs would merge rare values into a real one: refused before any

@@ -2,10 +2,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -192,16 +194,28 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
   // --emit-binary /dev/stdout: the rows are the standard output, and the summary would land in
   // them (over the header, where stdout is a file opened without O_APPEND): it goes to stderr.
-  struct stat emit_st {
-  }, out_st{};
-  const bool emit_to_stdout = o.emit_binary && ::stat(o.emit_binary->c_str(), &emit_st) == 0 &&
-                              ::fstat(STDOUT_FILENO, &out_st) == 0 &&
-                              emit_st.st_dev == out_st.st_dev && emit_st.st_ino == out_st.st_ino;
+  // Standard error cannot be FILE: warnings and progress, written there mid-run, would land in
+  // the rows (2>&1, a terminal, --emit-binary /dev/stderr 2>FILE).
+  struct stat emit_st {};
+  const bool emit_exists = o.emit_binary && ::stat(o.emit_binary->c_str(), &emit_st) == 0;
+  const auto is_emit_file = [&](int fd) {
+    struct stat fd_st {};
+    return emit_exists && ::fstat(fd, &fd_st) == 0 && emit_st.st_dev == fd_st.st_dev &&
+           emit_st.st_ino == fd_st.st_ino;
+  };
+  if (is_emit_file(STDERR_FILENO))
+    throw Error(Errc::invalid_argument,
+                "--emit-binary " + o.emit_binary->string() +
+                    ": that is also the standard error, where warnings and progress go; "
+                    "redirect standard error elsewhere (2>FILE)");
+  const bool emit_to_stdout = is_emit_file(STDOUT_FILENO);
   PreprocessStats stats = preprocess(o);
   progress.finish();
   if (emit_to_stdout) {
     std::fflush(stdout);
-    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    if (::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+      throw Error(Errc::io, std::string("cannot print the summary to standard error: ") +
+                                std::strerror(errno));
   }
   if (stats.bad_rows > 0)
     print_warning(globals, kCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");

@@ -1,9 +1,11 @@
 // dlprep: the command table, the global flags, and the one place that turns errors into exit
 // codes (man/dlprep.1, EXIT STATUS). Each subcommand lives in its own cmd_<name>.cpp.
+#include <fcntl.h>
 #include <malloc.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -277,6 +279,10 @@ int main(int argc, char** argv) {
   // image paid ~1,500 first-touch page faults (15% of convert-dataset's time); keeping freed
   // memory for reuse is what a loader's buffer pool would do. Memory stays bounded by what is in
   // flight at once.
+  // A closed standard stream (2>&-) would be taken by the first file the run opens, and messages
+  // written into it: /dev/null holds its place.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF && ::open("/dev/null", O_RDWR) != fd) return 1;
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   return dlprep::cli::run(argc, argv);

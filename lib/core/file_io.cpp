@@ -14,6 +14,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string_view>
 
 #include "core/error.hpp"
@@ -553,12 +554,30 @@ void AtomicFile::keep() {
   unregister_pending(temp_);
 }
 
+namespace {
+
+/// Opened to be flushed: for reading, or for writing where it may be written and not read.
+int open_to_flush(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0 || errno != EACCES) return fd;
+  return ::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+}
+
+// Directories whose entries in their parents this process has flushed: an entry, once there,
+// does not change, and an unlistable parent costs a syncfs of its whole file system.
+std::mutex g_flushed_entries_mutex;
+std::set<fs::path> g_flushed_entries;
+
+}  // namespace
+
 void flush_to_storage(const std::vector<fs::path>& files) {
-  std::map<fs::path, fs::path> dirs;  // a directory to flush -> a file in it
+  struct DirToFlush {
+    fs::path file_in_it;  // opened for syncfs where the directory cannot be
+    fs::path entry_of;    // the child directory whose entry this flush is for, if only that
+  };
+  std::map<fs::path, DirToFlush> dirs;
   for (const fs::path& file : files) {
-    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0 && errno == EACCES)  // a file one may write and not read
-      fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    const int fd = open_to_flush(file);
     if (fd < 0 && errno == ENOENT) continue;
     if (fd < 0) throw io_error(file, "cannot flush to storage", errno);
     struct stat st {};
@@ -569,15 +588,20 @@ void flush_to_storage(const std::vector<fs::path>& files) {
     if (rc != 0) throw io_error(file, "cannot flush to storage", err);
     // Its directory, and that directory's entry in its parent (a day folder, a new OUTDIR).
     const fs::path dir = fs::absolute(link_destination(file)).parent_path();
-    if (regular) {
-      dirs.emplace(dir, file);
-      if (dir.has_relative_path()) dirs.emplace(dir.parent_path(), file);
-    }
+    if (!regular) continue;
+    dirs[dir] = DirToFlush{file, {}};
+    std::lock_guard lock(g_flushed_entries_mutex);
+    if (dir.has_relative_path() && !g_flushed_entries.count(dir))
+      dirs.emplace(dir.parent_path(), DirToFlush{file, dir});
   }
-  for (const auto& [dir, file] : dirs) {
+  for (const auto& [dir, what] : dirs) {
+    if (!what.entry_of.empty()) {
+      std::lock_guard lock(g_flushed_entries_mutex);
+      if (g_flushed_entries.count(what.entry_of)) continue;
+    }
     int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     const bool listable = fd >= 0;
-    if (!listable && errno == EACCES) fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (!listable && errno == EACCES) fd = open_to_flush(what.file_in_it);
     if (fd < 0) throw io_error(dir, "cannot flush to storage", errno);
     const int rc = listable ? ::fsync(fd) : ::syncfs(fd);
     const int err = errno;
@@ -585,6 +609,10 @@ void flush_to_storage(const std::vector<fs::path>& files) {
     // EINVAL: a file system that cannot sync a directory (as PostgreSQL, nothing more to do)
     if (rc != 0 && !(listable && err == EINVAL))
       throw io_error(dir, "cannot flush to storage", err);
+    if (!what.entry_of.empty()) {
+      std::lock_guard lock(g_flushed_entries_mutex);
+      g_flushed_entries.insert(what.entry_of);
+    }
   }
 }
 

@@ -135,8 +135,9 @@ std::filesystem::path link_destination(const std::filesystem::path& path);
 void make_directories(const std::filesystem::path& dir);
 
 /// Writes the bytes of `files` (the files links name) and their directory entries to storage:
-/// fdatasync of each, then fsync of each directory holding one (where a directory cannot be
-/// opened, for want of read permission, syncfs of its file system instead). A file that is not
+/// fdatasync of each, then fsync of each directory holding one and, once a process, of that
+/// directory's parent (where a directory cannot be opened, for want of read permission, syncfs
+/// of its file system instead). A file that is not
 /// there or not a regular file (a device, a FIFO) is skipped. A checkpoint that vouches for
 /// outputs is written after it, so that after a power loss no checkpoint names bytes that were
 /// lost (rename alone is atomic, not durable). Throws Error(io) "FILE: cannot flush to storage: …".

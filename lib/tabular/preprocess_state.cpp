@@ -125,24 +125,42 @@ std::vector<fs::path> Run::day_files(size_t day) const {
 }
 
 json Run::day_files_identity(size_t day) const {
-  json ids = json::array();
+  json files = json::array();
   for (const fs::path& f : day_files(day)) {
     struct stat st {};
     if (::stat(f.c_str(), &st) != 0) {
-      ids.push_back(nullptr);
+      files.push_back(nullptr);
       continue;
     }
-    // Not the inode: a copied OUTDIR (cp -a, rsync -a, a backup) keeps size and mtime.
-    ids.push_back({static_cast<uint64_t>(st.st_size),
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    files.push_back({static_cast<uint64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                     static_cast<uint64_t>(st.st_ino)});
   }
-  return ids;
+  struct stat dir {};
+  json out_dir = nullptr;
+  if (::stat(o_.out_dir.c_str(), &dir) == 0)
+    out_dir = {static_cast<uint64_t>(dir.st_dev), static_cast<uint64_t>(dir.st_ino)};
+  return {{"out_dir", out_dir}, {"files", files}};
 }
 
 bool Run::day_files_match(size_t day, const json& recorded) const {
   const json now = day_files_identity(day);
-  return recorded == now &&
-         std::none_of(now.begin(), now.end(), [](const json& id) { return id.is_null(); });
+  if (!recorded.is_object() || !recorded.contains("files") || !recorded.contains("out_dir"))
+    return false;
+  const json& then = recorded["files"];
+  if (!then.is_array() || then.size() != now["files"].size()) return false;
+  // In the OUTDIR that wrote them, a day file is the same file: a run with other settings renames
+  // its own over it, and on a file system with coarse mtimes (1 s, 2 s) size and mtime can agree.
+  // In a copy of OUTDIR (cp -a, rsync -a, a backup restored) new inodes are no change.
+  const bool same_out_dir = !now["out_dir"].is_null() && recorded["out_dir"] == now["out_dir"];
+  for (size_t i = 0; i < then.size(); ++i) {
+    const json& a = then[i];
+    const json& b = now["files"][i];
+    if (b.is_null() || !a.is_array() || a.size() != 3 || a[0] != b[0] || a[1] != b[1] ||
+        (same_out_dir && a[2] != b[2]))
+      return false;
+  }
+  return true;
 }
 
 void Run::flush_outputs(const std::vector<size_t>& days) const {

@@ -915,6 +915,24 @@ TEST_CASE("a day whose files were replaced since its checkpoint is redone, not t
     const PreprocessStats again = preprocess(o);
     CHECK_FALSE(again.days[1].skipped);
     CHECK(slurp(dir / "day_1_sparse.npy") == want);
+    // As on a file system of 1 s mtimes: another file renamed over it, of the same size and mtime.
+    const fs::path other = dir / "other.npy";
+    put(other, slurp(dir / "day_1_sparse.npy"));
+    replace(other);
+    fs::last_write_time(other, fs::last_write_time(dir / "day_1_sparse.npy"));
+    fs::rename(other, dir / "day_1_sparse.npy");
+    CHECK_FALSE(preprocess(o).days[1].skipped);
+    CHECK(slurp(dir / "day_1_sparse.npy") == want);
+    // A copy of OUTDIR (cp -a): new inodes, the same sizes and mtimes, and nothing is redone.
+    const fs::path copy = dir.string() + "_copy";
+    fs::remove_all(copy);
+    fs::copy(dir, copy, fs::copy_options::recursive);
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file())
+        fs::last_write_time(copy / fs::relative(e.path(), dir), e.last_write_time());
+    PreprocessOptions c = o;
+    c.out_dir = copy;
+    for (const DayStats& d : preprocess(c).days) CHECK(d.skipped);
     // A single pass stopped at day 2 keeps a partial checkpoint of days 0 and 1 (vocab.json).
     if (single) {
       const fs::path part = scratch("replaced_partial");

@@ -252,6 +252,7 @@ PreprocessStats Run::execute() {
   }
   out_dir_.emplace(o_.out_dir);
   out_lock_.emplace(o_.out_dir);
+  earlier_run_days_ = earlier_run_days();
   // The run writes, replaces and removes files in OUTDIR (a day file could be FILE's name).
   // Checked once OUTDIR exists, so that a link to it resolves.
   if (o_.emit_binary && is_within(*o_.emit_binary, o_.out_dir))

@@ -148,8 +148,12 @@ class Run {
   /// `outputs`: a single pass's settings when the days before days_done have their outputs.
   void save_vocab(const json& pass1_fp, size_t days_done, const json& outputs = json());
   void check_memory(const char* where);
-  /// Removes the outputs of days this run does not write, and an OUTDIR/vocab that is not its
-  /// vocabulary (stats' removed_outputs); a reused one gets the run's conventions.
+  /// The days an earlier run into OUTDIR recorded (stats.json, state.json, vocab/vocab.json):
+  /// 0 where none did, and OUTDIR's files are no run's.
+  size_t earlier_run_days() const;
+  /// Removes the outputs of days that an earlier run wrote and this run does not, and an
+  /// OUTDIR/vocab that is not its vocabulary (stats' removed_outputs); a reused one gets the
+  /// run's conventions.
   void remove_stale_outputs();
   /// Each pass reads every input: done_bytes_ of passes_ times their size, and counted_bytes_.
   void report_progress(const char* pass, size_t day) const {
@@ -179,6 +183,7 @@ class Run {
   int warnings_ = 0;
   std::optional<OutputDirectory> out_dir_;  // created by the run
   std::optional<DirectoryLock> out_lock_;
+  size_t earlier_run_days_ = 0;  // read before this run writes a file
   std::optional<AtomicFile> emit_;
   std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
   bool use_cache_ = false;

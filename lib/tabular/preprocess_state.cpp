@@ -37,19 +37,42 @@ std::string binary_header() {
 // reverse) left day files that belong to its vocabulary, not this one's; a loader that lists
 // OUTDIR (TorchRec's day_*.npy, --days) would take them for this run's. Only this run's layout
 // is cleaned: another layout's files are another run's choice.
+size_t Run::earlier_run_days() const {
+  size_t days = 0;
+  for (const fs::path& record : {o_.out_dir / "stats.json", o_.out_dir / "state.json",
+                                 o_.out_dir / "vocab" / "vocab.json"}) {
+    std::error_code ec;
+    if (!fs::is_regular_file(record, ec)) continue;
+    try {
+      const json j = read_json_file(record);
+      if (j.is_object() && j.contains("days") && j["days"].is_array())
+        days = std::max(days, j["days"].size());
+    } catch (const Error&) {  // unreadable: no record
+    } catch (const json::exception&) {
+    }
+  }
+  return days;
+}
+
 void Run::remove_stale_outputs() {
   std::set<std::string> current, stale;
   for (size_t d = 0; d < o_.inputs.size(); ++d)
     for (const std::string& s : day_stems(d)) current.insert(s);
-  for (const char* s : {"test", "val"})
-    if (!current.count(s)) stale.insert(s);
+  // Only what an earlier run wrote: day_N and test_* files of another tool (TorchRec's scripts
+  // name theirs so) in an OUTDIR no run recorded, or past its days, are not ours to remove.
+  if (earlier_run_days_ > 0)
+    for (const char* s : {"test", "val"})
+      if (!current.count(s)) stale.insert(s);
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(o_.out_dir, ec)) {
     const std::string name = entry.path().filename().string();
     size_t end = 4;
     while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
-    if (name.rfind("day_", 0) == 0 && end > 4 && !current.count(name.substr(0, end)))
-      stale.insert(name.substr(0, end));
+    // day_N as this run names them: no leading zero, fewer than 10 digits
+    if (name.rfind("day_", 0) != 0 || end == 4 || end > 4 + 9 || (name[4] == '0' && end > 5) ||
+        current.count(name.substr(0, end)))
+      continue;
+    if (std::stoul(name.substr(4, end - 4)) < earlier_run_days_) stale.insert(name.substr(0, end));
   }
   for (const std::string& s : stale) {
     for (const fs::path& f : output_files(o_.output_format, o_.out_dir, s))

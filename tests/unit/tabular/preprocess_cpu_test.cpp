@@ -398,6 +398,21 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(out / "test_sparse.npy"));
   CHECK_FALSE(fs::exists(out / "val_sparse.npy"));
   CHECK(preprocess(o).removed_outputs.empty());
+  // Another tool's arrays (TorchRec's scripts write day_N_*.npy): OUTDIR holds no record of a
+  // run, so none is removed; then, with a run's record of 2 days, day_5's stay all the same.
+  const fs::path theirs = scratch("stale_days_theirs");
+  for (const char* f : {"day_1_sparse.npy", "day_5_sparse.npy", "test_sparse.npy"})
+    put(theirs / f, "theirs\n");
+  PreprocessOptions mine = base({day}, theirs);
+  CHECK(preprocess(mine).removed_outputs.empty());
+  CHECK(fs::exists(theirs / "day_1_sparse.npy"));
+  CHECK(fs::exists(theirs / "test_sparse.npy"));
+  mine.inputs = {day, day};
+  preprocess(mine);
+  mine.inputs = {day};
+  CHECK(preprocess(mine).removed_outputs ==
+        std::vector<std::string>{"day_1_dense.npy", "day_1_sparse.npy", "day_1_labels.npy"});
+  CHECK(fs::exists(theirs / "day_5_sparse.npy"));
 }
 
 TEST_CASE("an input whose name is not UTF-8 runs, is named %XX in the JSON files, and resumes") {

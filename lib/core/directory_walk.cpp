@@ -88,7 +88,6 @@ bool DirectoryWalk::open(Pending folder, std::error_code& ec) {
   const int fd = ::open(folder.path.c_str(), flags);
   if (fd < 0) {
     const int err = errno;
-    if (err == EACCES && options_.skip_permission_denied) return false;
     // Removed, or replaced by a file or (not following) a link, since its folder was listed.
     if (!root &&
         (err == ENOENT || err == ENOTDIR || (err == ELOOP && !options_.follow_directory_links)))
@@ -134,8 +133,10 @@ bool DirectoryWalk::next(std::error_code& ec) {
       if (pending_folders_.empty()) return false;
       Pending folder = std::move(pending_folders_.back());
       pending_folders_.pop_back();
+      std::string path = folder.path;
       if (!open(std::move(folder), ec)) {
         if (!ec) continue;
+        failed_folder_ = std::move(path);
         pending_folders_.clear();
         return false;
       }
@@ -144,6 +145,7 @@ bool DirectoryWalk::next(std::error_code& ec) {
     const dirent* entry = ::readdir(dir_);
     if (!entry) {
       const int err = errno;
+      if (err != 0) failed_folder_ = dir_path_.substr(0, dir_path_.size() - 1);  // its '/' off
       close();
       if (err == 0) continue;
       ec.assign(err, std::generic_category());

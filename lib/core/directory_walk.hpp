@@ -14,13 +14,11 @@
 
 namespace dlprep {
 
-/// How a DirectoryWalk treats links and folders it may not read.
+/// How a DirectoryWalk treats links.
 struct DirectoryWalkOptions {
   /// Enter links to directories. One that leads to a folder the walk is inside (the same device
   /// and inode as the folder holding it or one above) is still reported, but not entered.
   bool follow_directory_links = false;
-  /// A folder that may not be read (EACCES), the root included, is skipped: no error.
-  bool skip_permission_denied = false;
 };
 
 /// Every entry below a root folder (not the root itself), each once. A folder's entries come in
@@ -45,6 +43,8 @@ class DirectoryWalk {
   /// std::bad_alloc.
   bool next(std::error_code& ec);
 
+  /// After next() failed: the folder that could not be opened or read (the root or below it).
+  const std::string& failed_folder() const { return failed_folder_; }
   /// The current entry's path: the root's path, '/', the path below it.
   const std::string& path_string() const { return path_; }
   /// The same as a std::filesystem::path (made on the first call for each entry).
@@ -80,6 +80,7 @@ class DirectoryWalk {
   std::vector<Pending> pending_folders_;
   DIR* dir_ = nullptr;  // the one folder open
   std::string dir_path_;
+  std::string failed_folder_;
   unsigned dir_depth_ = 0;
   std::shared_ptr<const Ancestor> dir_ancestor_;
   bool started_ = false;

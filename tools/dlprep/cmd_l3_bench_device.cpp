@@ -97,7 +97,8 @@ std::vector<std::filesystem::path> jpeg_files(const std::vector<std::string>& ar
       continue;
     }
     std::vector<fs::path> found;
-    for (DirectoryWalk walk(arg); walk.next(ec);) {
+    DirectoryWalk walk(arg);
+    while (walk.next(ec)) {
       if (walk.type() != fs::file_type::regular) continue;
       std::ifstream in(walk.path(), std::ios::binary);
       unsigned char magic[3] = {};
@@ -105,7 +106,9 @@ std::vector<std::filesystem::path> jpeg_files(const std::vector<std::string>& ar
           magic[2] == 0xFF)
         found.push_back(walk.path());
     }
-    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message(), ec.value());
+    if (ec)
+      throw Error(Errc::io, walk.failed_folder() + ": cannot read directory: " + ec.message(),
+                  ec.value());
     std::sort(found.begin(), found.end());
     paths.insert(paths.end(), found.begin(), found.end());
   }

@@ -23,10 +23,11 @@ namespace {
 
 // The first bytes of a file: 64 cover every magic we know (the longest, WebP's RIFF....WEBP,
 // needs 12); empty when it cannot be read.
-std::string head_of(const fs::path& path) {
+/// The file's first bytes; nullopt when it cannot be opened.
+std::optional<std::string> head_of(const fs::path& path) {
   std::array<char, 64> head{};
   std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
+  if (!in) return std::nullopt;
   in.read(head.data(), head.size());
   return std::string(head.data(), static_cast<size_t>(in.gcount()));
 }
@@ -49,7 +50,7 @@ bool has_extension(const fs::path& path, std::string_view ext) {
 }  // namespace
 
 const image::Codec* sniff_path(const fs::path& path) {
-  const std::string head = head_of(path);
+  const std::string head = head_of(path).value_or("");
   return head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
 }
 
@@ -71,7 +72,6 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
     // convert-dataset's walk; one that leads back to a folder it is in is not (a loop).
     DirectoryWalkOptions options;
     options.follow_directory_links = true;
-    options.skip_permission_denied = true;
     DirectoryWalk walk(arg, options);
     while (walk.next(ec)) {
       // Hidden names (.cache/, .ipynb_checkpoints/, the temp files of an interrupted run) are
@@ -83,7 +83,12 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
       if (walk.is_directory() || walk.type() != fs::file_type::regular) continue;
       if (progress) progress->set(++looked_at, 0, "scanning");
       const fs::path& path = walk.path();
-      const std::string head = head_of(path);
+      const std::optional<std::string> opened = head_of(path);
+      if (!opened) {  // kept, to fail naming it and why, not to leave a class out unsaid
+        files.push_back(path.native(), path.lexically_relative(arg).native());
+        continue;
+      }
+      const std::string& head = *opened;
       const image::Codec* codec = head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
       const bool kept = has_extension(path, extension_kept) ||
                         (codec ? keep(*codec)
@@ -91,7 +96,8 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
                                      image::unreadable_image_format(bytes_of(head)) != nullptr);
       if (kept) files.push_back(path.native(), path.lexically_relative(arg).native());
     }
-    if (ec) throw Error(Errc::io, arg + ": cannot read directory: " + ec.message());
+    if (ec)
+      throw Error(Errc::io, walk.failed_folder() + ": cannot read directory: " + ec.message());
     files.sort_from(first);
     if (files.size() == first && empty_dirs) empty_dirs->push_back(arg);
   }

@@ -187,3 +187,12 @@ TEST_CASE("a directory walk holds one descriptor at a time, however deep the tre
   CHECK((!seen.empty() && seen.back() == (deep / "leaf").string()));
   CHECK(none_left == std::errc::too_many_files_open);
 }
+
+TEST_CASE("a walk that cannot open its root names it as the folder that failed") {
+  const fs::path root = scratch("failed") / "missing";
+  DirectoryWalk walk(root);
+  std::error_code ec;
+  CHECK_FALSE(walk.next(ec));
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  CHECK(walk.failed_folder() == root.string());
+}

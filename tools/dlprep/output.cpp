@@ -490,16 +490,32 @@ void install_interrupt_handler() {
   // Past a file-size limit (ulimit -f), a write fails with EFBIG and the usual error path removes
   // the temp file; SIGXFSZ's default action would kill the process and leave it behind.
   ::signal(SIGXFSZ, SIG_IGN);
+  // A reader that went away (| head): SIGPIPE comes to the thread that wrote, where its default
+  // action would kill the process with temp files left. It is passed on to the thread below as
+  // a SIGTERM that carries SIGPIPE's number (sigqueue is async-signal-safe; locks are not).
+  struct sigaction pipe_action {};
+  pipe_action.sa_handler = [](int) {
+    const int saved = errno;
+    ::sigqueue(::getpid(), SIGTERM, sigval{.sival_int = SIGPIPE});
+    errno = saved;
+  };
+  sigemptyset(&pipe_action.sa_mask);
+  pipe_action.sa_flags = SA_RESTART;
+  ::sigaction(SIGPIPE, &pipe_action, nullptr);
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::thread([set] {
-    int sig = 0;
-    while (sigwait(&set, &sig) != 0) {
+    siginfo_t info{};
+    while (sigwaitinfo(&set, &info) < 0) {
     }
+    const bool broken_pipe =
+        info.si_code == SI_QUEUE && info.si_value.sival_int == SIGPIPE && info.si_pid == ::getpid();
     std::unique_lock lock(g_output_mutex);
     dlprep::remove_pending_temp_files();
+    if (broken_pipe) ::_exit(128 + SIGPIPE);  // as a tool killed by it: nobody reads a report
+    const int sig = info.si_signo;
     const int code = sig == SIGINT ? kExitInterrupted : 128 + sig;
     // The report can block (a stderr or stdout pipe that nobody reads): it gets a moment on a
     // thread of its own, and the exit does not wait for it longer.

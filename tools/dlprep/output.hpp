@@ -158,7 +158,8 @@ class Progress {
 /// Handles SIGINT, SIGTERM and SIGHUP on a thread of their own: it waits for the outputs being
 /// written under defer_interrupts() to be committed, removes the temp files of any other
 /// AtomicFile (remove_pending_temp_files), and exits 130 (SIGINT) or 128 + the signal number.
-/// SIGXFSZ is ignored: a write past `ulimit -f` is an error (EFBIG) like a full disk.
+/// SIGXFSZ is ignored: a write past `ulimit -f` is an error (EFBIG) like a full disk. SIGPIPE
+/// (the reader of a pipe went away) removes the temp files too, and exits 141 as it would.
 /// Call first thing in main(), before any thread starts (they inherit the blocked signals).
 void install_interrupt_handler();
 /// What an interrupt reports: "dlprep: error: COMMAND: interrupted by SIGINT" on stderr, and with

@@ -337,7 +337,10 @@ PreprocessStats Run::execute() {
              done == o_.inputs.size()) {
     stats_.vocab_reused = true;
     use_cache_ = keep_maps_ = false;  // pass 1 did not run: pass 2 reads the inputs
-    for (const auto& d : stats_.days) done_bytes_ += d.input_bytes;
+    for (auto& d : stats_.days) {
+      done_bytes_ += d.input_bytes;
+      d.skipped = !pass2_runs;  // nothing to write: the checkpoint holds all there is
+    }
   } else {
     // From scratch, or after the days of a partial checkpoint (their pass 2 reads the inputs).
     if (done == 0) {

@@ -317,7 +317,9 @@ void Run::vocab_single_pass() {
     if (o_.discard_outputs) continue;  // no state either
     if (checkpoint_due(day)) checkpoint();
   }
-  if (!o_.discard_outputs) checkpoint();
+  // A rerun that found every day done writes nothing, not even the same state.json anew (a
+  // Makefile rule on it would run again each time).
+  if (!o_.discard_outputs && completed.size() + finished_days.size() > done.size()) checkpoint();
 }
 
 std::unique_ptr<DayWriter> Run::single_pass_day(

@@ -551,11 +551,22 @@ TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it 
   CHECK(first.single_pass);
   CHECK(first.rows == 1200);
   const std::string before = slurp(o.out_dir / "day_1_sparse.npy");
+  const auto state_written = fs::last_write_time(o.out_dir / "state.json");
   PreprocessStats again = preprocess(o);
   CHECK(again.days[0].skipped);
   CHECK(again.days[1].skipped);
   CHECK(again.rows == 1200);
   CHECK(again.days[1].input_bytes == first.days[1].input_bytes);
+  // Nothing written, not even the same state.json anew (a Makefile rule on it would rerun).
+  CHECK(fs::last_write_time(o.out_dir / "state.json") == state_written);
+  // Without outputs, the reused vocabulary is all there is: every day is up to date.
+  PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "none");
+  none.output_format = OutputFormat::none;
+  none.resume = true;
+  CHECK_FALSE(preprocess(none).days[0].skipped);
+  const auto stats_written = fs::last_write_time(none.out_dir / "stats.json");
+  CHECK(preprocess(none).days[0].skipped);
+  CHECK(fs::last_write_time(none.out_dir / "stats.json") == stats_written);
   fs::remove(o.out_dir / "day_1_dense.npy");
   again = preprocess(o);
   CHECK(again.days[0].skipped);

@@ -175,7 +175,8 @@ class Converter {
   std::atomic<bool> stopped_{false};                 // an output could not be written
   std::unordered_map<size_t, std::string> clashes_;  // input -> its clash's error, ahead
   // Inputs whose name is another's and whose output claim_in_order could not know (stdin, a FIFO
-  // to ppm/pgm): claimed as they are converted, the first converted keeping the output.
+  // to ppm/pgm): claimed as they are converted, after the files of their name (which keep their
+  // outputs); among streams, the first converted keeps it.
   std::unordered_set<size_t> late_claims_;
   std::mutex late_mutex_;
   std::unordered_map<std::string, size_t> late_claimed_;  // output -> the input writing it
@@ -288,8 +289,8 @@ void Converter::claim_in_order() {
   const std::string ext = encoding ? "l3" : extension_of(target_, 3);
   // stdin or a FIFO is read once, when converted: its header cannot be read ahead.
   const auto unread = [&](size_t i) {
-    std::error_code ec;
-    return by_channels && !fs::is_regular_file(inputs_[i].path, ec);
+    std::error_code ec;  // "-" is stdin, whatever a file of that name in the current folder
+    return by_channels && (inputs_[i].path == "-" || !fs::is_regular_file(inputs_[i].path, ec));
   };
   const auto output_of = [&](size_t i, bool exact) {
     try {
@@ -324,14 +325,14 @@ void Converter::claim_in_order() {
   for (size_t from = 0, to = 0; from < claims.size(); from = to) {
     for (to = from + 1; to < claims.size() && claims[to].hash == claims[from].hash;) ++to;
     if (to - from == 1) continue;
-    bool late = false;
-    for (size_t k = from; k < to && !late; ++k) late = unread(claims[k].index);
-    if (late) {  // claimed as they are converted, once every output is known
-      for (size_t k = from; k < to; ++k) late_claims_.emplace(claims[k].index);
-      continue;
-    }
     std::vector<std::pair<std::string, size_t>> first_writers;  // output -> the earliest input
+    bool late = false;
     for (size_t k = from; k < to; ++k) {
+      if (unread(claims[k].index)) {  // claimed as it is converted, after every file's claim
+        late_claims_.emplace(claims[k].index);
+        late = true;
+        continue;
+      }
       const fs::path output = output_of(claims[k].index, true);
       if (output.empty()) continue;
       const std::string normal = output.lexically_normal().string();
@@ -342,6 +343,9 @@ void Converter::claim_in_order() {
       else
         clashes_.emplace(claims[k].index, clash_message(output, first->second));
     }
+    // A stream whose output is a file's fails, whichever is converted first.
+    if (late)
+      for (auto& [output, index] : first_writers) late_claimed_.emplace(std::move(output), index);
   }
 }
 

@@ -37,3 +37,15 @@ for _ in 1 2 3; do
   [ "$(grep -c 'also written' err.txt)" = 1 ] || fail "$(cat err.txt)"
   [ -f clashp/a.ppm ] && [ -f clashp/a.pgm ] || fail "$(ls clashp)"
 done
+# A FIFO, whose channels are known only once read, is the one in error beside a file of its
+# output, even when named first and whatever -j (it used to be whichever was converted first).
+mkdir f
+mkfifo f/a.l3
+for jobs in 1 2; do
+  rm -rf clashf
+  (sleep 0.3; cat g/a.l3 > f/a.l3) &
+  expect_exit 1 dlprep -q -j$jobs l3 decode f/a.l3 g/a.l3 --to ppm -o clashf 2>err.txt
+  wait
+  grep -q '^dlprep: error: l3 decode: f/a.l3: output clashf/a.pgm is also written from g/a.l3' \
+    err.txt || fail "-j$jobs: $(cat err.txt)"
+done

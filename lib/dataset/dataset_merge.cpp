@@ -67,9 +67,9 @@ std::string difference(const Manifest& a, const Manifest& b) {
   return "";
 }
 
-// Places `from` at `to`: the same inode already there is kept, and so is an earlier copy on
-// another file system (the same size and modification time, which a copy takes from its
-// source, as rsync's quick check has it); otherwise a hard link (or, across file systems, a copy)
+// Places `from` at `to`: the same inode already there is kept, and so is an earlier copy (the
+// same size and modification time, which a copy takes from its source, as rsync's quick check
+// has it); otherwise a hard link (or, across file systems, a copy)
 // is made under a temporary name and renamed over `to`, so `to` is always a complete file.
 void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
   struct stat a {
@@ -79,10 +79,12 @@ void place(const fs::path& from, const fs::path& to, IncompleteMark& mark) {
     throw Error(Errc::io, from.string() + ": cannot open: " + std::strerror(err), err);
   }
   if (!S_ISREG(a.st_mode)) throw Error(Errc::io, from.string() + ": not a regular file");
+  // The quick check also on one file system: a file that may not be hard-linked there
+  // (protected_hardlinks: another user's) is copied too.
   if (::stat(to.c_str(), &b) == 0 &&
-      (a.st_dev == b.st_dev ? a.st_ino == b.st_ino
-                            : a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
-                                  a.st_mtim.tv_nsec == b.st_mtim.tv_nsec))
+      ((a.st_dev == b.st_dev && a.st_ino == b.st_ino) ||
+       (a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+        a.st_mtim.tv_nsec == b.st_mtim.tv_nsec)))
     return;
   mark.set();
   make_directories(to.parent_path());

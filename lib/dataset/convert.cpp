@@ -651,8 +651,8 @@ void Engine::process(Work& w) const {
   w.source_bits = probed.bits;
 
   if (!o_.force && !tar_) {
-    std::string location =
-        std::string(kDataDir) + "/" + key + "." + target->extension(declared.channels);
+    std::string location = std::string(kDataDir) + "/" + key + "." +
+                           target->extension(o_.transform.output_channels(declared.channels));
     fs::path out = o_.destination / location;
     auto out_mtime = mtime_ns(out);
     auto src_mtime = mtime_ns(w.entry.path);
@@ -668,8 +668,9 @@ void Engine::process(Work& w) const {
   const bool transformed = image::apply_transform(o_.transform, image);
   lap(seconds.transform);
   if (!target->round_trips(image.channels()))
-    throw Error(Errc::unsupported, t.format + " cannot store " + std::to_string(image.channels()) +
-                                       "-channel images (choose another format)");
+    throw Error(Errc::unsupported,
+                t.format + " cannot store " + std::to_string(image.channels()) +
+                    "-channel images (choose another format, or RGB with --channels rgb)");
   Bytes encoded;
   // A source already in the target format, no options given, pixels unchanged: copied.
   ByteSpan bytes = in;

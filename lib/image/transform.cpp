@@ -1,9 +1,10 @@
-// Transform geometry: parsing WxH, the centred crop box and the output size; the pixels are
-// resize.cpp's.
+// Transforms: parsing WxH, the centred crop box and the output size (the pixels are
+// resize.cpp's), and the conversion to RGB.
 #include "image/transform.hpp"
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -34,6 +35,24 @@ uint32_t scaled(uint32_t a, uint32_t b, uint32_t c) {
   return static_cast<uint32_t>(std::max<uint64_t>(v, 1));
 }
 
+// Gray replicated, alpha dropped, as PIL's convert("RGB"); false for an RGB image.
+bool to_rgb(Image& image) {
+  const uint32_t c = image.channels();
+  if (c == 3) return false;
+  Image rgb(image.width(), image.height(), 3);
+  const size_t pixels = size_t{image.width()} * image.height();
+  const uint8_t* in = image.data();
+  uint8_t* out = rgb.data();
+  for (size_t i = 0; i < pixels; ++i, in += c, out += 3) {
+    const bool gray = c < 3;
+    out[0] = in[0];
+    out[1] = in[gray ? 0 : 1];
+    out[2] = in[gray ? 0 : 2];
+  }
+  image = std::move(rgb);
+  return true;
+}
+
 }  // namespace
 
 std::string Transform::text() const {
@@ -41,6 +60,7 @@ std::string Transform::text() const {
   if (resize.width != 0) s = "resize=" + size_text(resize) + (center_crop ? ",center-crop" : "");
   if (max_side != 0)
     s += (s.empty() ? "" : ",") + std::string("max-side=") + std::to_string(max_side);
+  if (channels == Channels::rgb) s += (s.empty() ? "" : ",") + std::string("channels=rgb");
   return s;
 }
 
@@ -106,8 +126,10 @@ TransformPlan plan_transform(const Transform& t, Size in) {
 
 bool apply_transform(const Transform& t, Image& image) {
   if (t.empty()) return false;
+  // Channels first: dropping alpha before a resize spares resampling it.
+  const bool converted = t.channels == Channels::rgb && to_rgb(image);
   TransformPlan p = plan_transform(t, {image.width(), image.height()});
-  if (p.identity) return false;
+  if (p.identity) return converted;
   image = resize_lanczos(image, p.crop, p.output.width, p.output.height);
   return true;
 }

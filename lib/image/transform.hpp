@@ -1,5 +1,5 @@
-// The geometry convert-dataset applies to every image: resize to WxH (stretched, or after a
-// centred crop to WxH's aspect ratio), or shrink so that the longer side is at most N.
+// What convert-dataset does to every image: resize to WxH (stretched, or after a centred crop
+// to WxH's aspect ratio), or shrink so that the longer side is at most N; and RGB channels.
 #pragma once
 
 #include <cstdint>
@@ -17,15 +17,22 @@ struct Size {
   bool operator==(const Size&) const = default;
 };
 
-/// A geometric transform; the default one does nothing. At most one of resize (width/height)
-/// and max_side is set; center_crop needs resize (it crops to the resize's aspect ratio).
+/// The channels every image gets: its own, or RGB (gray replicated, alpha dropped: what PIL's
+/// convert("RGB") and so torchvision's default image loader give a trainer).
+enum class Channels { keep, rgb };
+
+/// A transform; the default one does nothing. At most one of resize (width/height) and max_side
+/// is set; center_crop needs resize (it crops to the resize's aspect ratio).
 struct Transform {
   Size resize;               ///< --resize WxH: every image becomes exactly WxH (0x0: none)
   uint32_t max_side = 0;     ///< --max-side N: shrink (never enlarge) to a longer side of N
   bool center_crop = false;  ///< with resize: crop the largest centred WxH-shaped region first
-  bool empty() const { return resize.width == 0 && max_side == 0; }
+  Channels channels = Channels::keep;  ///< --channels
+  bool empty() const { return resize.width == 0 && max_side == 0 && channels == Channels::keep; }
+  /// The channels that an image of `in` channels has after the transform.
+  uint32_t output_channels(uint32_t in) const { return channels == Channels::rgb ? 3 : in; }
   /// Canonical text, recorded in dataset.json: "resize=1920x1080,center-crop",
-  /// "resize=64x36", "max-side=1024", or "" for none.
+  /// "resize=64x36", "max-side=1024,channels=rgb", or "" for none.
   std::string text() const;
   bool operator==(const Transform&) const = default;
 };
@@ -52,8 +59,9 @@ struct TransformPlan {
 /// left as they are. Throws Error(invalid_argument) for an inconsistent transform.
 TransformPlan plan_transform(const Transform& transform, Size input);
 
-/// Applies the transform to `image` (Lanczos-3, see resize.hpp). Returns false, leaving the image
-/// untouched, when the transform is the identity for this image's size. Throws as resize_lanczos.
+/// Applies the transform to `image`: the channels first, then the geometry (Lanczos-3, see
+/// resize.hpp). Returns false, leaving the image untouched, when the transform is the identity
+/// for this image's shape. Throws as resize_lanczos.
 bool apply_transform(const Transform& transform, Image& image);
 
 }  // namespace dlprep::image

@@ -31,6 +31,7 @@ struct ConvertDatasetOptions {
   bool shards_given = false;
   bool force = false;
   std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
+  std::string channels = "keep";           // --channels keep|rgb
   bool center_crop = false, mix_from_given = false;
 };
 
@@ -68,6 +69,7 @@ image::Transform transform_of(const ConvertDatasetOptions& o) {
     t.max_side = n;
   }
   t.center_crop = o.center_crop;
+  if (o.channels == "rgb") t.channels = image::Channels::rgb;
   if (t.center_crop && t.resize.width == 0)
     throw Error(Errc::invalid_argument,
                 "--center-crop needs --resize WxH (it crops to that aspect ratio)");
@@ -229,6 +231,12 @@ Action add_convert_dataset_command(CLI::App& app) {
   max_side->excludes(resize);
   cmd->add_flag("--center-crop", o->center_crop,
                 "with --resize: first crop the largest centred region with WxH's aspect ratio");
+  cmd->add_option("--channels", o->channels,
+                  "keep: each image's own channels; rgb: every image RGB (gray replicated, alpha "
+                  "dropped, as PIL's convert('RGB')), for jpeg and for trainers that expect 3")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"keep", "rgb"}).description(""))
+      ->type_name("keep|rgb");
   cmd->add_option("--seed", o->seed, "seed of the mix assignment")
       ->capture_default_str()
       ->type_name("N")
@@ -287,9 +295,9 @@ Action add_convert_dataset_command(CLI::App& app) {
       "  dlprep -j16 convert-dataset train/ train-mix/ --mix png:0.7,bmp:0.3 --seed 1\n"
       "  dlprep convert-dataset train/ part3/ --to l3 --shard 3/8   # then: dlprep dataset "
       "merge\n"
-      "  dlprep -j16 convert-dataset train/ train-tar/ --to jpeg:95 --shards 1GiB\n"
+      "  dlprep -j16 convert-dataset train/ train-tar/ --to jpeg:95 --channels rgb --shards 1GiB\n"
       "  dlprep convert-dataset photos/ fhd/ --to png --resize 1920x1080 --center-crop\n"
-      "  dlprep convert-dataset train/ small/ --to jpeg:90 --max-side 512\n"
+      "  dlprep convert-dataset train/ small/ --to jpeg:90 --channels rgb --max-side 512\n"
       "  dlprep profile-mix train/ --formats png,bmp -o mix.json\n"
       "  dlprep convert-dataset train/ train-mix/ --mix-from mix.json\n");
   return [o, to, mix, mix_from](const Globals& globals) {

@@ -72,6 +72,12 @@ TEST_CASE("the canonical text names what was asked") {
   CHECK(resize_to(1920, 1080, true).text() == "resize=1920x1080,center-crop");
   CHECK(resize_to(64, 36, false).text() == "resize=64x36");
   CHECK(max_side(1024).text() == "max-side=1024");
+  Transform rgb = max_side(1024);
+  rgb.channels = Channels::rgb;
+  CHECK(rgb.text() == "max-side=1024,channels=rgb");
+  rgb.max_side = 0;
+  CHECK(rgb.text() == "channels=rgb");
+  CHECK_FALSE(rgb.empty());
 }
 
 TEST_CASE("the centre crop is the largest centred region of the target's aspect ratio") {
@@ -122,6 +128,36 @@ TEST_CASE("apply_transform resizes, and leaves an image alone when there is noth
   CHECK(apply_transform(max_side(40), im2));
   CHECK(im2.shape() == ImageShape{40, 30, 3});
   CHECK(im2.same_pixels(resize_lanczos(before, 40, 30)));
+}
+
+TEST_CASE(
+    "channels rgb replicates gray and drops alpha, as PIL's convert('RGB'), before resizing") {
+  Transform rgb;
+  rgb.channels = Channels::rgb;
+  for (uint32_t channels : {1u, 2u, 3u, 4u}) {
+    INFO(channels);
+    const Image source = test::make_image({7, 5, channels}, test::Pattern::random);
+    Image im = source.clone();
+    CHECK(apply_transform(rgb, im) == (channels != 3));
+    REQUIRE(im.shape() == ImageShape{7, 5, 3});
+    CHECK(rgb.output_channels(channels) == 3);
+    for (size_t i = 0; i < 7 * 5; ++i) {
+      const uint8_t* in = source.data() + i * channels;
+      const uint8_t* out = im.data() + i * 3;
+      const bool gray = channels < 3;
+      CHECK(out[0] == in[0]);
+      CHECK(out[1] == in[gray ? 0 : 1]);
+      CHECK(out[2] == in[gray ? 0 : 2]);
+    }
+  }
+  Image rgba = test::make_image({80, 60, 4}, test::Pattern::gradient);
+  Image dropped = rgba.clone();
+  Transform both = max_side(40);
+  both.channels = Channels::rgb;
+  CHECK(apply_transform(both, rgba));
+  apply_transform(rgb, dropped);
+  CHECK(rgba.same_pixels(resize_lanczos(dropped, 40, 30)));
+  CHECK(Transform{}.output_channels(4) == 4);
 }
 
 }  // namespace

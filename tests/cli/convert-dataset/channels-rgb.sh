@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# --channels rgb: every sample RGB, as PIL's convert("RGB") gives it (gray replicated, alpha
+# dropped), so --to jpeg takes the sample images' RGBA and gray ones; recorded with the
+# transform; a rerun is up to date; without it, jpeg fails the RGBA sample and names the option.
+mkdir -p src/c
+cp "$SAMPLE_DATA"/images/* src/c/
+expect_exit 1 dlprep convert-dataset src plain --to jpeg:90 2>err.txt
+grep -q 'fallenleaf_rgba_256x192.png: jpeg cannot store 4-channel images.*--channels rgb' err.txt ||
+  fail "$(cat err.txt)"
+dlprep -q convert-dataset src ds --to jpeg:90 --channels rgb
+json_check 'd["parameters"]["transform"] == "channels=rgb"' <ds/dataset.json
+/usr/bin/python3 - ds/samples.jsonl <<'PY' || fail "channels in samples.jsonl"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert recs and all(r["channels"] == 3 for r in recs), recs
+PY
+dlprep convert-dataset src ds --to jpeg:90 --channels rgb 2>err.txt
+grep -q ' 0 converted' err.txt || fail "rerun: $(cat err.txt)"
+# Lossless, the pixels are PIL's convert("RGB") of each source; a gray source's file is .ppm.
+dlprep -q convert-dataset src pnm --to ppm --channels rgb
+[ -f pnm/data/c/grey_gray_320x240.ppm ] || fail "$(ls pnm/data/c)"
+/usr/bin/python3 - src/c pnm/data/c <<'PY' || fail "pixels differ from PIL's convert('RGB')"
+import os, sys
+from PIL import Image
+for name in sorted(os.listdir(sys.argv[1])):
+    stem = name.rsplit(".", 1)[0]
+    want = Image.open(os.path.join(sys.argv[1], name)).convert("RGB").tobytes()
+    got = Image.open(os.path.join(sys.argv[2], stem + ".ppm")).tobytes()
+    assert got == want, name
+PY
+dlprep -q dataset verify pnm

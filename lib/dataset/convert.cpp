@@ -133,7 +133,8 @@ class Engine {
 
   const ConvertOptions& o_;
   const unsigned threads_;
-  std::optional<DirectoryLock> lock_;  // on the destination
+  std::optional<OutputDirectory> out_dir_;  // the destination, removed by a failure before a file
+  std::optional<DirectoryLock> lock_;       // on the destination
   std::unique_ptr<MixAssigner> assigner_;
   std::optional<Manifest> old_manifest_;
   Manifest manifest_;
@@ -190,8 +191,7 @@ void Engine::prepare_destination() {
     if (fs::equivalent(dst, o_.source, ec))
       throw Error(Errc::invalid_argument, "SRC and DST are the same directory");
   }
-  fs::create_directories(dst, ec);
-  if (ec) throw Error(Errc::io, dst.string() + ": cannot create directory: " + ec.message());
+  out_dir_.emplace(dst);
   lock_.emplace(dst);  // before reading what another run may be writing
   // What a killed run (SIGKILL) left under temporary names at the top and in data/ (the index,
   // the manifest, tar shards): the lock says no live run owns it.
@@ -234,6 +234,11 @@ ConvertResult Engine::run() {
     if (o_.progress) o_.progress({"scanning", scanned, 0, ""});
   });
   count_not_images_ = false;
+  if (scanned == 0) {  // a wrong path, surely: a dataset of nothing would only fail a trainer later
+    lock_.reset();
+    out_dir_->discard_if_empty();
+    throw Error(Errc::invalid_argument, source.path().string() + ": no image files found");
+  }
   assigner_->finish();
   if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
     for_each_batch(

@@ -165,8 +165,6 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   auto start = std::chrono::steady_clock::now();
   dataset::ConvertResult r = dataset::convert_dataset(c);
   progress.finish();
-  if (r.manifest.samples == 0 && r.failed == 0)
-    print_warning(globals, kCommand, o.source + ": no image files found");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (globals.json) {
     print_json(report(r, seconds, c.threads));

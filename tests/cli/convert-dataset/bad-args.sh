@@ -17,3 +17,8 @@ expect_exit 2 dlprep convert-dataset src out --to l3 --max-errors 3
 expect_exit 2 dlprep convert-dataset src out --to l3 --seed -1
 expect_exit 2 dlprep convert-dataset src out --to l3 --on-error skip --max-errors -1
 [ ! -e out ] || fail "output written despite a usage error"
+# A SRC without any image is a wrong path, surely: refused, and the DST it made goes again.
+mkdir -p empty/c
+echo 'not an image' > empty/c/notes.txt
+expect_exit 2 dlprep convert-dataset empty out/deeper --to l3
+[ ! -e out ] || fail "output written for a SRC without images"

@@ -425,8 +425,11 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
     check_target(target_, outcome.shape.channels);
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
-  if (auto clash = clashes_.find(index); clash != clashes_.end())
+  if (auto clash = clashes_.find(index); clash != clashes_.end()) {
+    // A missing input is that (a mistyped path keeps its file name), before it is a clash.
+    if (!file) file = std::make_unique<MappedFile>(input.path, image::check_image_head);
     throw Error(Errc::invalid_argument, clash->second);
+  }
   if (late_claims_.count(index) != 0) {
     std::lock_guard lock(late_mutex_);
     auto [it, inserted] = late_claimed_.emplace(outcome.output.lexically_normal().string(), index);

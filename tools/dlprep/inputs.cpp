@@ -148,6 +148,12 @@ OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out)
   std::error_code ec;
   std::string s = out.string();
   to_directory_ = several || (!s.empty() && s.back() == '/') || fs::is_directory(out, ec);
+  // One error up front, not one "cannot create directory" per file.
+  if (to_directory_ && fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw Error(Errc::invalid_argument, "-o " + s + ": exists and is not a directory, where " +
+                                            (several ? std::to_string(inputs.size()) + " outputs"
+                                                     : std::string("outputs")) +
+                                            " would go");
 }
 
 fs::path OutputPlan::output_for(const InputFile& input, const std::string& ext) const {

@@ -1,4 +1,5 @@
 // dlprep criteo-preprocess INPUT… -o OUTDIR: Criteo/DLRM click-log preprocessing (lib/tabular).
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -213,9 +214,14 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   progress.finish();
   if (emit_to_stdout) {
     std::fflush(stdout);
-    if (::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+    // A closed standard error (2>&-: main() holds its place with a read-only /dev/null) takes
+    // no summary, and that is no failure of the run.
+    const bool stderr_closed = (::fcntl(STDERR_FILENO, F_GETFL) & O_ACCMODE) == O_RDONLY;
+    const int to = stderr_closed ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : STDERR_FILENO;
+    if (to < 0 || ::dup2(to, STDOUT_FILENO) < 0)
       throw Error(Errc::io, std::string("cannot print the summary to standard error: ") +
                                 std::strerror(errno));
+    if (stderr_closed) ::close(to);
   }
   if (stats.bad_rows > 0)
     print_warning(globals, kCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");

@@ -280,9 +280,12 @@ int main(int argc, char** argv) {
   // memory for reuse is what a loader's buffer pool would do. Memory stays bounded by what is in
   // flight at once.
   // A closed standard stream (2>&-) would be taken by the first file the run opens, and messages
-  // written into it: /dev/null holds its place.
+  // written into it: /dev/null holds its place, opened the wrong way round, so that using the
+  // stream still fails (EBADF) as on a closed one.
   for (int fd = 0; fd <= 2; ++fd)
-    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF && ::open("/dev/null", O_RDWR) != fd) return 1;
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
+        ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) != fd)
+      return 1;
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   return dlprep::cli::run(argc, argv);

@@ -7,7 +7,8 @@
 command -v setpriv >/dev/null || skip "no setpriv (util-linux)"
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 cp "$(readlink -f "$(command -v dlprep)")" ./dlprep-copy
-chmod 755 . ./dlprep-copy
+chmod 777 .  # for the outputs of nobody's runs
+chmod 755 ./dlprep-copy
 as_nobody ./dlprep-copy --version >/dev/null 2>&1 || skip "user nobody cannot run dlprep from $PWD"
 mkdir -p tr/cat tr/dog
 make_pnm tr/cat/a.ppm 4 4 3 1

@@ -293,6 +293,12 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
                       "directory, a list file of paths or a dataset)");
     SourceEntry e;
     size_t tab = line.find('\t');
+    // A third field (a split, a manifest's extra column) would end up in the label, as a class
+    // of its own.
+    if (tab != std::string::npos && line.find('\t', tab + 1) != std::string::npos)
+      throw Error(Errc::corrupt_data, src_.string() + ":" + std::to_string(number) +
+                                          ": more than two tab-separated fields: the format is " +
+                                          "PATH[<TAB>LABEL] (a label holds no tab)");
     std::string path = line.substr(0, tab);
     if (tab != std::string::npos) e.label = escape_invalid_utf8(line.substr(tab + 1));
     if (path.empty())

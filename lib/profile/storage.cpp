@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -109,10 +110,17 @@ void TokenBucket::acquire(uint64_t bytes) {
   if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
 }
 
+double throttle_burst_bytes(double rate_bytes_per_s) {
+  // The bucket books a read's bytes after the fact, so the burst need not hold one image; it only
+  // lets a few reads overlap without waiting. Scaled with the rate, it stays a small share of any
+  // timed pass, however slow the storage.
+  return std::min(1e6, rate_bytes_per_s * 0.01);
+}
+
 StorageReader::StorageReader(double rate_bytes_per_s) {
-  // A burst of 1 MB: enough for one compressed image so that the first reads do not wait, small
-  // against the seconds-long passes that are timed.
-  if (rate_bytes_per_s > 0) bucket_ = std::make_unique<TokenBucket>(rate_bytes_per_s, 1e6);
+  if (rate_bytes_per_s > 0)
+    bucket_ =
+        std::make_unique<TokenBucket>(rate_bytes_per_s, throttle_burst_bytes(rate_bytes_per_s));
 }
 
 Bytes StorageReader::read(const std::filesystem::path& path) {

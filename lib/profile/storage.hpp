@@ -35,6 +35,11 @@ class TokenBucket {
   bool started_ = false;
 };
 
+/// The burst of a reader throttled to `rate_bytes_per_s`: 10 ms of the rate, at most 1 MB. A pass
+/// of T seconds then measures at most rate * (1 + 0.01 / T) (a fixed 1 MB let a pass at 100 kB/s
+/// run unthrottled). A read larger than the burst is still granted: it waits for its bytes.
+double throttle_burst_bytes(double rate_bytes_per_s);
+
 /// Reads whole files with the page cache out of the way (O_DIRECT into an aligned buffer where the
 /// file system allows it, else a plain read bracketed by posix_fadvise(DONTNEED) after an
 /// fdatasync so that the pages really go), optionally throttled by a TokenBucket. Thread-safe.

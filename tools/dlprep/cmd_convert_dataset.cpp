@@ -238,6 +238,7 @@ Action add_convert_dataset_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "seed of the mix assignment")
       ->capture_default_str()
       ->type_name("N")
+      ->transform(kDecimal)
       ->check(kNotNegative);
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
       ->type_name("K/N");
@@ -254,6 +255,7 @@ Action add_convert_dataset_command(CLI::App& app) {
   cmd->add_option("--max-errors", o->max_errors,
                   "with --on-error skip: fail once more than N samples failed")
       ->type_name("N")
+      ->transform(kDecimal)
       ->check(kNotNegative)
       ->each([o](const std::string&) { o->max_errors_given = true; });
   cmd->add_flag("-f,--force", o->force, "convert every sample, even those up to date");

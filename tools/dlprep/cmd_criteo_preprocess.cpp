@@ -284,6 +284,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       ->type_name("FILE|DIR");
   cmd->add_option("--days", c->days, "read DIR/day_0 .. DIR/day_{N-1} (.gz or not) in order")
       ->type_name("N")
+      ->transform(kDecimal)
       ->check(number_in(1, 1000000, true));
   cmd->add_option("-o,--output", c->out_dir, "output directory")->required()->type_name("DIR");
   auto add = [&](CLI::Option* opt) {
@@ -310,14 +311,17 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   add(cmd->add_option("--min-freq", c->min_freq, "values seen fewer than F times map to the OOV ID")
           ->capture_default_str()
           ->type_name("F")
+          ->transform(kDecimal)
           ->check(kNotNegative));
   add(cmd->add_option("--id-base", c->id_base, "ID of each column's first value")
           ->capture_default_str()
-          ->type_name("N"));
+          ->type_name("N")
+          ->transform(kDecimal));
   add(cmd->add_option("--oov-id", c->oov_id,
                       "ID of rare/unseen values [default: id-base - 1 if id-base >= 1, else one "
                       "past the column's last ID]")
-          ->type_name("N"));
+          ->type_name("N")
+          ->transform(kDecimal));
   add(cmd->add_option("--log-offset", c->log_offset, "dense values become log(max(x,0) + X)")
           ->capture_default_str()
           ->type_name("X"));
@@ -363,6 +367,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_option("--chunk-mb", c->chunk_mb,
                   "input MiB decoded per step (bounds memory); 0: 16 on the cpu, 64 on cuda")
       ->type_name("N")
+      ->transform(kDecimal)
       ->check(number_in(0, 4096, true))
       ->capture_default_str();
   cmd->footer(

@@ -344,6 +344,7 @@ Action add_l3_bench_command(CLI::App& l3) {
   cmd->add_option("--repeats", options->repeats, "timed runs per measurement")
       ->type_name("N")
       ->capture_default_str()
+      ->transform(kDecimal)
       ->check(number_in(1, 1000, true));
   cmd->add_option("--threads", options->threads, "thread counts (default: 1,J with J from -j)")
       ->type_name("LIST");
@@ -366,6 +367,7 @@ Action add_l3_bench_command(CLI::App& l3) {
   cmd->add_option("--depth", options->depth, "batches in flight in the end-to-end pipeline")
       ->type_name("N")
       ->capture_default_str()
+      ->transform(kDecimal)
       ->check(number_in(1, 16, true));
   cmd->footer(
       "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"

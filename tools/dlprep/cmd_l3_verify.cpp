@@ -1,8 +1,12 @@
 // dlprep l3 verify FILE.l3… [--against ORIGINAL]: structure and every patch checksum (by decoding),
 // and with --against, bit-exact equality with the original image, or with the originals of a
 // whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <new>
@@ -205,18 +209,38 @@ class Pairing {
   std::vector<std::string> missing_;
 };
 
+// Whether --against names a directory; a path that cannot be reached is an I/O error naming it,
+// before FILE's tree is walked (a mistyped originals folder was taken for a file and reported
+// as a file count).
+bool against_is_directory(const std::string& against) {
+  if (against.empty() || against == "-") return false;
+  struct stat st {};
+  if (::stat(against.c_str(), &st) != 0) {
+    const int err = errno;
+    throw Error(Errc::io, against + ": cannot open: " + std::strerror(err), err);
+  }
+  return S_ISDIR(st.st_mode);
+}
+
 int run_verify(const VerifyOptions& options, const Globals& globals) {
+  const bool trees = against_is_directory(options.against);
   std::vector<std::string> empty_dirs;
   const ScanProgress scanning{globals, kCommand};
   const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
       "l3", &scanning);  // a damaged *.l3 fails by name
   for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
-  const bool trees = !options.against.empty() && std::filesystem::is_directory(options.against);
-  if (trees && (options.inputs.size() != 1 || !std::filesystem::is_directory(options.inputs[0])))
+  const bool one_directory =
+      options.inputs.size() == 1 && std::filesystem::is_directory(options.inputs[0]);
+  if (trees && !one_directory)
     throw Error(Errc::invalid_argument,
                 "--against " + options.against +
                     ": a directory of originals needs a single FILE that is a directory too");
+  if (!options.against.empty() && !trees && one_directory && inputs.size() != 1)
+    throw Error(Errc::invalid_argument,
+                "--against " + options.against + ": FILE " + options.inputs[0] +
+                    " is a directory, so --against must be the directory of its originals, not "
+                    "a file");
   if (!options.against.empty() && !trees && inputs.size() != 1)
     throw Error(Errc::invalid_argument, "--against: compares one l3 file with its original, but " +
                                             std::to_string(inputs.size()) + " files were given");

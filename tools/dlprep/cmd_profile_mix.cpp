@@ -168,6 +168,7 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->add_option("--sample", o->sample, "images probed and verified")
       ->type_name("N")
       ->capture_default_str()
+      ->transform(kDecimal)
       ->check(number_in(1, 100000, true));
   cmd->add_option("--storage-bw", o->storage_bw,
                   "storage read bandwidth, e.g. 500MB/s, or 'measured' on the dataset's files")
@@ -202,6 +203,7 @@ Action add_profile_mix_command(CLI::App& app) {
   cmd->add_option("--repeats", o->repeats, "timed repeats of each measured pass (median)")
       ->type_name("N")
       ->capture_default_str()
+      ->transform(kDecimal)
       ->check(number_in(1, 100, true));
   cmd->add_option(
          "-o,--output", o->output,

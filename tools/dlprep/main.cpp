@@ -191,6 +191,7 @@ int run(int argc, char** argv) {
   app.add_flag("--json", globals.json, "print one JSON document on stdout instead of text");
   app.add_option("-j,--jobs", globals.jobs, "threads to use (default: all cores)")
       ->type_name("N")
+      ->transform(kDecimal)
       ->check(number_in(0, 4096, true));
   app.add_option("--progress", globals.progress,
                  "progress on stderr: auto (if a terminal), always, never")

@@ -1,5 +1,6 @@
 #include "option_checks.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -9,8 +10,21 @@
 namespace dlprep::cli {
 namespace {
 
+// "0x10" (hexadecimal) and "0x1p4" (a hexadecimal float): strtod and strtoll base 0 take them,
+// but numbers on dlprep's command line are decimal.
+bool hexadecimal(const std::string& text) {
+  size_t i = text.find_first_not_of(" \t");
+  if (i != std::string::npos && (text[i] == '-' || text[i] == '+')) ++i;
+  return i != std::string::npos && i + 1 < text.size() && text[i] == '0' &&
+         (text[i + 1] == 'x' || text[i + 1] == 'X');
+}
+
 // Reads the number in `text` into `value`; false, with `error` saying why, when it is none.
 bool parse_number(const std::string& text, bool whole, double& value, std::string& error) {
+  if (hexadecimal(text)) {
+    error = "'" + text + "' is not a decimal number";
+    return false;
+  }
   const char* begin = text.c_str();
   char* end = nullptr;
   value = std::strtod(begin, &end);
@@ -24,16 +38,16 @@ bool parse_number(const std::string& text, bool whole, double& value, std::strin
     return false;
   }
   if (whole) {
-    // Read as CLI11 stores it (strtoll base 0: "017" is octal 15, "0x10" is 16), so that the
-    // number checked is the number used.
+    // Base 10, as kDecimal has made the text that CLI11 converts: "017" is 17.
     errno = 0;
-    long long integer = std::strtoll(begin, &end, 0);
+    long long integer = std::strtoll(begin, &end, 10);
     while (end && (*end == ' ' || *end == '\t')) ++end;
-    if (end == begin || *end != '\0' || errno == ERANGE) {
+    if (end == begin || *end != '\0') {
       error = "'" + text + "' is not a whole number";
       return false;
     }
-    value = static_cast<double>(integer);
+    // Beyond 64 bits the double stays, for the range check to say so.
+    if (errno != ERANGE) value = static_cast<double>(integer);
   }
   return true;
 }
@@ -57,6 +71,25 @@ CLI::Validator checked(bool whole, std::function<std::string(double)> check) {
 
 }  // namespace
 
+const CLI::Validator kDecimal(
+    [](std::string& text) {
+      const size_t first = text.find_first_not_of(" \t");
+      const size_t last = text.find_last_not_of(" \t");
+      std::string digits = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+      const bool minus = !digits.empty() && digits[0] == '-';
+      if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.erase(0, 1);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+        double value = 0;
+        std::string error;
+        if (!parse_number(text, true, value, error)) return error;
+        return "'" + text + "' is not a whole number";
+      }
+      digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+      text = (minus && digits != "0" ? "-" : "") + digits;  // what CLI11 then reads as decimal
+      return std::string();
+    },
+    "");
+
 const CLI::Validator kNotNegative(
     [](const std::string& text) {
       const size_t first = text.find_first_not_of(" \t");
@@ -64,7 +97,7 @@ const CLI::Validator kNotNegative(
         return std::string("must not be negative");
       errno = 0;
       char* end = nullptr;
-      std::strtoull(text.c_str(), &end, 0);  // CLI11 would store 2^64 - 1 for anything larger
+      std::strtoull(text.c_str(), &end, 10);  // CLI11 would store 2^64 - 1 for anything larger
       if (errno == ERANGE) return "'" + text + "' is out of range (0 to 2^64 - 1)";
       return std::string();
     },

@@ -6,6 +6,12 @@
 
 namespace dlprep::cli {
 
+/// A transform for every integer option (add it with ->transform, so that it runs before the
+/// checks): the text as a decimal integer, leading zeros and all ("010" is 10, "08" is 8), which
+/// CLI11 alone reads with strtoll base 0 (octal 8, and "08" not at all); "0x10" is refused as
+/// not decimal, "1.5" or "abc" as not a whole number.
+extern const CLI::Validator kDecimal;
+
 /// For unsigned options: CLI11 reads "-1" as 2^64 - 1, and 2^64 or more as 2^64 - 1 (two seeds
 /// giving one dataset), surprises rather than errors.
 extern const CLI::Validator kNotNegative;

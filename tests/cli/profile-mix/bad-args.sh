@@ -33,10 +33,12 @@ check_message "--sample: must be from 1 to 100000" --sample 0
 check_message "--pass-seconds: 'nan' is not a number" --pass-seconds nan
 check_message "--output: given more than once" -o a.json -o b.json
 check_message "--output: its value (FILE) is missing" -o
-# Whole numbers are read as CLI11 stores them: 0200000 is octal (65536), within --sample's range.
+# Whole numbers are decimal: 010 is 10 (not octal 8), 0200000 is out of --sample's range.
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --no-verify --sample 1e3 2>/dev/null
+check_message "--sample: must be from 1 to 100000" --sample 0200000
+check_message "--sample: '0x10' is not a decimal number" --sample 0x10
 dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 010 --storage-bw 50MB/s \
-  --no-verify | json_check 'd["sample_images"] == 8'
+  --no-verify | json_check 'd["sample_images"] == 10'
 
 # The report and the plot never replace what is profiled (a dataset's dataset.json, an image of
 # the tree, an image a list names): exit 2 before any measuring.

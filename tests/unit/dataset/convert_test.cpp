@@ -432,6 +432,27 @@ TEST_CASE("a list file with labels is a source; a dataset is a source") {
   CHECK(verify(root / "bmp").ok == 3);
 }
 
+TEST_CASE("a list line with a third field is an error naming the list and the line") {
+  fs::path root = scratch("list_fields");
+  fs::path images = fs::path(DLPREP_SAMPLE_DATA) / "images";
+  {
+    std::ofstream list(root / "list.tsv");
+    list << (images / "kay_256x256.png").string() << "\tcat\n";
+    list << (images / "kite_199x301.png").string() << "\tcat\ttrain\n";
+  }
+  try {
+    convert_dataset(options(root / "list.tsv", root / "dst", "l3"));
+    FAIL("a label with a tab in it was accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+    CHECK(std::string(e.what()) ==
+          (root / "list.tsv").string() +
+              ":2: more than two tab-separated fields: the format is PATH[<TAB>LABEL] (a label "
+              "holds no tab)");
+  }
+  CHECK(!fs::exists(root / "dst" / "dataset.json"));
+}
+
 TEST_CASE("a list from a pipe is read once and converts whole; binary bytes are no list") {
   fs::path root = scratch("list_pipe");
   fs::path images = fs::path(DLPREP_SAMPLE_DATA) / "images";

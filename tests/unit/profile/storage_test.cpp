@@ -55,15 +55,41 @@ TEST_CASE("the storage reader returns the file's bytes and is throttled") {
   for (size_t i = 0; i < files.size(); ++i) CHECK(plain.read(files[i]) == read_file(files[i]));
   CHECK(plain.direct_reads() + plain.fadvise_reads() == files.size());
 
-  // 1.2 MB at 4 MB/s with a 1 MB burst: at least 0.05 s; far more would mean a broken bucket.
+  // 1.2 MB at 4 MB/s with a 40 kB burst: at least 0.29 s; far more would mean a broken bucket.
   StorageReader slow(4e6);
   Stopwatch w;
   for (const fs::path& f : files) slow.read(f);
-  CHECK(w.seconds() >= 0.04);
+  CHECK(w.seconds() >= 0.28);
   CHECK(w.seconds() < 5.0);
   CHECK(slow.bytes_read() == 4 * 300000 + 1234 * 6);
 
   CHECK(measure_read_bandwidth(files, 2) > 0);
   CHECK_THROWS_AS(plain.read(dir / "missing"), Error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the reader's burst scales with the rate, so that a slow storage is throttled too") {
+  CHECK(throttle_burst_bytes(100e3) == doctest::Approx(1e3));  // 10 ms of the rate
+  CHECK(throttle_burst_bytes(50e6) == doctest::Approx(500e3));
+  CHECK(throttle_burst_bytes(10e9) == doctest::Approx(1e6));  // at most 1 MB
+
+  // 120 kB at 300 kB/s (a network file system): at least (120 kB - 3 kB) / 300 kB/s = 0.39 s. A
+  // fixed 1 MB burst granted it all at once.
+  fs::path dir = fs::path(DLPREP_TEST_SCRATCH) / "profile-storage-slow";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<fs::path> files;
+  for (int i = 0; i < 4; ++i) {
+    files.push_back(dir / std::to_string(i));
+    write_file_atomic(files.back(), Bytes(30000, static_cast<uint8_t>(i)));
+  }
+  StorageReader slow(300e3);
+  Stopwatch w;
+  std::vector<std::thread> threads;  // as the loaders read: several at once
+  for (const fs::path& f : files) threads.emplace_back([&slow, f] { slow.read(f); });
+  for (auto& t : threads) t.join();
+  CHECK(w.seconds() >= 0.38);
+  CHECK(w.seconds() < 5.0);
+  CHECK(slow.bytes_read() == 120000);
   fs::remove_all(dir);
 }

@@ -31,11 +31,13 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos ||
-        item.size() > 10)
-      throw Error(Errc::invalid_argument, "--modulus: '" + item + "' is not a number");
-    uint64_t v = std::stoull(item);
-    if (v > UINT32_MAX) throw Error(Errc::invalid_argument, "--modulus: " + item + " > 2^32-1");
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(Errc::invalid_argument,
+                  "--modulus: '" + item + "' is not a whole number from 0 to 4294967295");
+    // Past 10 digits it is out of range whatever they are (stoull would throw past 20).
+    const uint64_t v = item.size() > 10 ? uint64_t{UINT32_MAX} + 1 : std::stoull(item);
+    if (v > UINT32_MAX)
+      throw Error(Errc::invalid_argument, "--modulus: " + item + " is more than 4294967295");
     vals.push_back(v);
   }
   if (vals.size() == 1) {

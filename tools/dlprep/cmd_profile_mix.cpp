@@ -107,6 +107,9 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   p.work_dir = o.work_dir;
   if (!std::filesystem::exists(o.dataset))
     throw Error(Errc::io, o.dataset + ": cannot open: No such file or directory");
+  // A folder on the storage being measured, which a typo must not create (with its parents).
+  if (std::error_code ec; !o.work_dir.empty() && !std::filesystem::is_directory(o.work_dir, ec))
+    throw Error(Errc::invalid_argument, "--work-dir " + o.work_dir + ": no such directory");
   const bool report_to_file = !o.output.empty() && o.output != "-";
   const bool plot_to_file = !o.plot.empty() && o.plot != "-";
   if (o.plot == "-" && (o.output == "-" || globals.json))
@@ -214,7 +217,8 @@ Action add_profile_mix_command(CLI::App& app) {
                   "instead of the table")
       ->type_name("FILE.svg");
   cmd->add_option("--work-dir", o->work_dir,
-                  "where the temporary converted sample goes (default: the system temp folder)")
+                  "an existing folder where the temporary converted sample goes (default: the "
+                  "system temp folder)")
       ->type_name("DIR");
   cmd->footer(
       "The sample (every N-th image, the same on every run) is converted to each candidate in a\n"

@@ -33,6 +33,9 @@ check_message "--sample: must be from 1 to 100000" --sample 0
 check_message "--pass-seconds: 'nan' is not a number" --pass-seconds nan
 check_message "--output: given more than once" -o a.json -o b.json
 check_message "--output: its value (FILE) is missing" -o
+# A --work-dir that does not exist is a typo, not a folder to create with its parents.
+check_message "--work-dir typo/deeper: no such directory" --work-dir typo/deeper
+[ ! -e typo ] || fail "--work-dir's missing folder was created"
 # Whole numbers are decimal: 010 is 10 (not octal 8), 0200000 is out of --sample's range.
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --no-verify --sample 1e3 2>/dev/null
 check_message "--sample: must be from 1 to 100000" --sample 0200000

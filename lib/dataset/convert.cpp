@@ -224,11 +224,13 @@ ConvertResult Engine::run() {
   const bool tar = o_.max_shard_bytes > 0;
   std::set<std::string> labels;  // tar: the class index of a label is its rank
   count_not_images_ = true;
-  uint64_t scanned = 0;
+  uint64_t scanned = 0, unlabeled = 0;
+  std::string first_unlabeled;
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     for (const auto& e : batch) {
       assigner_->add(e.label, e.key);
       if (tar && !e.label.empty()) labels.insert(e.label);
+      if (e.label.empty() && unlabeled++ == 0) first_unlabeled = e.key;
     }
     scanned += batch.size();
     if (o_.progress) o_.progress({"scanning", scanned, 0, ""});
@@ -239,6 +241,13 @@ ConvertResult Engine::run() {
     out_dir_->discard_if_empty();
     throw Error(Errc::invalid_argument, source.path().string() + ": no image files found");
   }
+  // A stray image beside the class folders: a class of its own named "" (no .cls member), which
+  // torchvision's ImageFolder would not list and WebDataset's to_tuple(..., "cls") fails on.
+  if (unlabeled > 0 && unlabeled < scanned && o_.warning)
+    o_.warning(std::to_string(unlabeled) + (unlabeled == 1 ? " sample has" : " samples have") +
+               " no class beside " + std::to_string(scanned - unlabeled) +
+               " that have one (the first: " + first_unlabeled +
+               "): an image at the top of SRC, beside its class folders?");
   assigner_->finish();
   if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
     for_each_batch(

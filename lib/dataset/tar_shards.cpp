@@ -34,6 +34,10 @@ uint64_t parse_shard_size(std::string_view text) {
   const auto* found = std::find_if(std::begin(units), std::end(units),
                                    [&](const auto& u) { return unit == u.unit; });
   if (found == std::end(units)) throw bad();
+  // A fraction of a byte is a unit left out ("1.5" for 1.5 GB?), not bytes to round down.
+  if (found->scale == 1 && value != std::floor(value))
+    throw Error(Errc::invalid_argument,
+                "'" + std::string(text) + "' is not a whole number of bytes (a unit missing?)");
   double bytes = std::floor(value * found->scale);
   if (!(bytes >= 1)) throw bad();
   // Shards are read by mapping them whole (a rerun, verify, a dataset as source).

@@ -69,6 +69,7 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   CHECK(parse_shard_size("500MB") == 500000000);
   CHECK(parse_shard_size("500M") == 500000000);
   CHECK(parse_shard_size("1.5G") == 1500000000);
+  CHECK_THROWS_AS(parse_shard_size("1.5"), Error);  // bytes: a unit left out, not 1 byte
   CHECK(parse_shard_size("2KiB") == 2048);
   CHECK(parse_shard_size("3kB") == 3000);
   CHECK(parse_shard_size("16GiB") == uint64_t{1} << 34);

@@ -281,7 +281,7 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
                             const std::function<void(size_t i, ByteSpan bytes)>& load) {
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
-      args, [](const image::Codec&) { return true; }, &empty_dirs);
+      args, [](const image::Codec&) { return true; }, &empty_dirs, /*keep_unreadable_images=*/true);
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
   prepare(inputs.size());

@@ -11,9 +11,16 @@
 namespace dlprep::tabular {
 
 std::string npy_header(const char* descr, uint64_t rows, uint32_t cols) {
-  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows) +
-                     (cols ? ", " + std::to_string(cols) + "), }" : std::string(",), }"));
+  return cols ? npy_header(descr, std::vector<uint64_t>{rows, cols})
+              : npy_header(descr, std::vector<uint64_t>{rows});
+}
+
+std::string npy_header(const char* descr, const std::vector<uint64_t>& shape) {
+  std::string dims;  // Python's tuple: "(7,)" for one dimension, "(2, 3)" for more
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) dims += ",";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
   // magic(6) + version(2) + header_len(2) + dict + padding + '\n', total a multiple of 64.
   size_t total = 10 + dict.size() + 1;
   total = (total + 63) / 64 * 64;

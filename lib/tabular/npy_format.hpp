@@ -16,6 +16,8 @@ namespace dlprep::tabular {
 /// (e.g. "<f4") with `rows` rows and `cols` columns (cols 0: a 1-D array). Its length is a
 /// multiple of 64, so the data that follows is 64-byte aligned.
 std::string npy_header(const char* descr, uint64_t rows, uint32_t cols);
+/// The same for an array of any shape (an image: height, width, channels).
+std::string npy_header(const char* descr, const std::vector<uint64_t>& shape);
 
 /// An .npz file (numpy.load's format: a zip archive of .npy files) holding `arrays`, each a name
 /// (without ".npy") and a whole .npy file, stored uncompressed, as numpy.savez writes them.

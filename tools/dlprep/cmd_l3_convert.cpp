@@ -33,6 +33,7 @@
 #include "l3/format.hpp"
 #include "l3/l3.hpp"
 #include "output.hpp"
+#include "tabular/npy_format.hpp"
 
 namespace dlprep::cli {
 namespace {
@@ -90,15 +91,15 @@ std::string decode_target(const ConvertOptions& options, const OutputPlan& plan)
   if (!options.to.empty()) return options.to;
   if (!plan.to_directory() && !plan.to_stdout()) {
     std::string ext = lower_extension(options.output);
-    for (const char* known : {"png", "ppm", "pgm", "bmp", "raw"})
-      if (ext == known && (ext == "raw" || image::find_codec(ext))) return ext;
+    for (const char* known : {"png", "ppm", "pgm", "bmp", "raw", "npy"})
+      if (ext == known && (ext == "raw" || ext == "npy" || image::find_codec(ext))) return ext;
   }
   return image::find_codec("png") ? "png" : "ppm";
 }
 
 // Checks that `target` can hold an image with `channels` channels before any work is done.
 void check_target(const std::string& target, uint32_t channels) {
-  if (target == "raw") return;
+  if (target == "raw" || target == "npy") return;
   if (target == "pgm" && channels != 1)
     throw Error(Errc::unsupported, "--to pgm holds 1-channel (gray) images; this one has " +
                                        std::to_string(channels) +
@@ -114,8 +115,13 @@ void check_target(const std::string& target, uint32_t channels) {
                                        "-channel images (use --to png or raw)");
 }
 
+// --to npy: a C-order uint8 array of shape (height, width, channels), gray images included.
+std::string npy_image_header(const ImageShape& shape) {
+  return tabular::npy_header("|u1", {shape.height, shape.width, shape.channels});
+}
+
 std::string extension_of(const std::string& target, uint32_t channels) {
-  if (target == "raw") return "raw";
+  if (target == "raw" || target == "npy") return target;
   return image::find_codec(target)->extension(channels);
 }
 
@@ -221,7 +227,7 @@ int Converter::run() {
         ext != target_)
       print_warning(globals_, command_,
                     options_.output + ": written as " + target_ + " (its extension names no " +
-                        "format l3 decode writes: png, ppm, pgm, bmp, raw; --to picks one)");
+                        "format l3 decode writes: png, ppm, pgm, bmp, raw, npy; --to picks one)");
   }
   if (!encoding) {  // also for --device cpu: DLPREP_FORCE_DEVICE may override it
     // Before any file: an unavailable device is one clear error (exit 77), not one per file.
@@ -403,6 +409,11 @@ bool Converter::output_is_as_requested(const fs::path& output, const ImageShape&
       return info.patch == want;
     }
     if (target_ == "raw") return file.bytes().size() == shape.pixel_bytes();
+    if (target_ == "npy") {
+      const std::string header = npy_image_header(shape);
+      return file.bytes().size() == header.size() + shape.pixel_bytes() &&
+             std::memcmp(file.bytes().data(), header.data(), header.size()) == 0;
+    }
     const image::Codec* codec = image::sniff_codec(file.bytes());
     return codec && codec == image::find_codec(target_) &&
            codec->probe(file.bytes()).shape == shape;
@@ -466,8 +477,11 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
   } else {
     Image image = device_decoder_ ? decode_on_device(in) : l3::decode(in, threads);
     outcome.raw_bytes = image.size_bytes();
-    if (target_ == "raw") {
-      out.assign(image.data(), image.data() + image.size_bytes());
+    if (target_ == "raw" || target_ == "npy") {
+      const std::string header = target_ == "npy" ? npy_image_header(image.shape()) : "";
+      out.reserve(header.size() + image.size_bytes());
+      out.assign(header.begin(), header.end());
+      out.insert(out.end(), image.data(), image.data() + image.size_bytes());
     } else {
       image::EncodeOptions encode_options;
       encode_options.threads = threads;
@@ -625,11 +639,12 @@ Action add_l3_encode_command(CLI::App& l3) {
 
 Action add_l3_decode_command(CLI::App& l3) {
   auto options = std::make_shared<ConvertOptions>();
-  CLI::App* cmd = l3.add_subcommand("decode", "decode L3 files to png, ppm/pgm, bmp or raw pixels");
+  CLI::App* cmd =
+      l3.add_subcommand("decode", "decode L3 files to png, ppm/pgm, bmp, raw pixels or npy arrays");
   add_common_options(cmd, *options, "L3 files, directories (walked recursively), - for stdin");
-  cmd->add_option("--to", options->to, "output format: png, ppm, pgm, bmp or raw (see below)")
+  cmd->add_option("--to", options->to, "output format: png, ppm, pgm, bmp, raw or npy (see below)")
       ->type_name("FORMAT")
-      ->check(CLI::IsMember({"png", "ppm", "pgm", "bmp", "raw"}).description(""));
+      ->check(CLI::IsMember({"png", "ppm", "pgm", "bmp", "raw", "npy"}).description(""));
   cmd->add_option("--device", options->device,
                   "where to decode: cpu, cuda, or auto (cuda when a device is present)")
       ->type_name("DEVICE")
@@ -637,7 +652,9 @@ Action add_l3_decode_command(CLI::App& l3) {
       ->default_str("cpu");
   cmd->footer(
       "Formats: png (1-4 channels), ppm (1 or 3 channels; 1 is written as pgm), pgm (1 channel),\n"
-      "bmp (1, 3 or 4), raw (the HWC pixel bytes, no header). Default: the extension of a single\n"
+      "bmp (1, 3 or 4), raw (the HWC pixel bytes, no header), npy (a NumPy uint8 array of shape\n"
+      "(height, width, channels): numpy.load gives the pixels). Default: the extension of a "
+      "single\n"
       "output file when it names one of these, else png. OUT is the output file when there is\n"
       "one input file; it is a directory (mirroring the input trees) when it exists, ends in\n"
       "'/', or there are several inputs. In directories L3 files (by magic bytes) are decoded,\n"
@@ -654,7 +671,8 @@ Action add_l3_decode_command(CLI::App& l3) {
       "Examples:\n"
       "  dlprep l3 decode photo.l3 -o photo.png\n"
       "  dlprep l3 decode dataset-l3/ -o decoded/ --to bmp\n"
-      "  dlprep l3 decode photo.l3 -o - --to raw | python3 train.py\n");
+      "  dlprep l3 decode photo.l3 -o - --to raw | python3 train.py\n"
+      "  dlprep l3 decode dataset-l3/ -o arrays/ --to npy   # numpy.load('arrays/x.npy')\n");
   return [options](const Globals& globals) {
     return Converter(Direction::decode, *options, globals).run();
   };

@@ -13,6 +13,22 @@ cmp rgb.ppm rgb-out/rgb.ppm
 for f in rgb-out/rgb.png rgb-out/rgb.bmp; do dlprep l3 verify l3/rgb.l3 --against $f >/dev/null; done
 dlprep -q l3 decode l3/gray.l3 -o gray-out/ --to pgm
 cmp gray.pgm gray-out/gray.pgm
+# npy: numpy.load gives the HWC pixels, gray with its channel axis; a rerun is up to date.
+dlprep -q l3 decode l3/rgb.l3 l3/gray.l3 -o npy/ --to npy
+dlprep l3 decode l3/rgb.l3 l3/gray.l3 -o npy/ --to npy 2>err-npy.txt
+grep -q "skipped 2 up to date" err-npy.txt || fail "npy rerun: $(cat err-npy.txt)"
+/usr/bin/python3 - <<'PY' || fail "npy arrays differ from the images"
+import numpy as np
+def pnm(path):
+    data = open(path, "rb").read()
+    fields = data.split(maxsplit=4)
+    w, h = int(fields[1]), int(fields[2])
+    return np.frombuffer(fields[4], np.uint8).reshape(h, w, -1)
+for name, source in (("rgb", "rgb.ppm"), ("gray", "gray.pgm")):
+    a = np.load("npy/%s.npy" % name)
+    assert a.dtype == np.uint8 and a.flags["C_CONTIGUOUS"], a.dtype
+    assert (a == pnm(source)).all() and a.shape == pnm(source).shape, name
+PY
 # The format follows a single output's extension when --to is not given.
 dlprep -q l3 decode l3/rgb.l3 -o by-ext.bmp
 dlprep --json info by-ext.bmp | json_check 'd["files"][0]["format"] == "bmp"'

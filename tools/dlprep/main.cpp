@@ -275,18 +275,19 @@ int run(int argc, char** argv) {
 }  // namespace dlprep::cli
 
 int main(int argc, char** argv) {
+  // A closed standard stream (2>&-) would be taken by the first file the run opens, and messages
+  // written into it: /dev/null holds its place, opened the wrong way round, so that using the
+  // stream still fails (EBADF) as on a closed one. (Without /dev/null, a chroot: as it was.)
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      const int held = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+      if (held >= 0 && held != fd) ::close(held);  // (a lower one was closed: never, in order)
+    }
   // Images are decoded into and encoded from fresh multi-megabyte buffers, one after another.
   // glibc's defaults map each such buffer anew or trim it back to the kernel when freed, so every
   // image paid ~1,500 first-touch page faults (15% of convert-dataset's time); keeping freed
   // memory for reuse is what a loader's buffer pool would do. Memory stays bounded by what is in
   // flight at once.
-  // A closed standard stream (2>&-) would be taken by the first file the run opens, and messages
-  // written into it: /dev/null holds its place, opened the wrong way round, so that using the
-  // stream still fails (EBADF) as on a closed one.
-  for (int fd = 0; fd <= 2; ++fd)
-    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF &&
-        ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) != fd)
-      return 1;
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   return dlprep::cli::run(argc, argv);

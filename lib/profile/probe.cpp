@@ -34,7 +34,9 @@ std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dat
 }
 
 std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& files,
-                                     unsigned threads) {
+                                     unsigned threads, image::Channels channels) {
+  image::Transform transform;
+  transform.channels = channels;
   std::vector<SampleImage> sample(files.size());
   parallel_for(files.size(), threads, [&](size_t i) {
     SampleImage& s = sample[i];
@@ -47,6 +49,7 @@ std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& fi
       const image::Codec* codec = &image::sniff_codec_or_throw(s.source_bytes);
       s.source_format = std::string(codec->name());
       s.image = codec->decode(s.source_bytes);
+      s.converted = image::apply_transform(transform, s.image);
     } catch (const Error& e) {
       throw e.with_context(name);
     }
@@ -71,8 +74,9 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
       throw Error(Errc::unsupported, s.path.string() + " as " + target.text + ": " +
                                          std::string(codec->name()) + " cannot store " +
                                          std::to_string(s.image.channels()) +
-                                         "-channel images (choose another format)");
-    if (s.source_format == out.cost.format && !target.has_options) {
+                                         "-channel images (choose another format, or RGB "
+                                         "with --channels rgb)");
+    if (s.source_format == out.cost.format && !target.has_options && !s.converted) {
       out.files[i] = s.source_bytes;  // convert-dataset copies such a file byte for byte
     } else {
       try {

@@ -12,6 +12,7 @@
 #include "core/timing.hpp"
 #include "dataset/sample_source.hpp"
 #include "dataset/target_spec.hpp"
+#include "image/transform.hpp"
 #include "profile/mix_optimizer.hpp"
 
 namespace dlprep::profile {
@@ -22,6 +23,7 @@ struct SampleImage {
   std::string source_format;   ///< codec name of the source file
   Bytes source_bytes;          ///< the file as stored (reused when the target is its format)
   Image image;
+  bool converted = false;  ///< its channels were changed (--channels rgb): never reused as is
 };
 
 /// Up to `count` source samples (files, or tar members of a tar-layout dataset) of a dlprep
@@ -30,9 +32,10 @@ struct SampleImage {
 /// there is no image.
 std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset, size_t count);
 
-/// Reads and decodes the samples on `threads` threads. Throws Error naming the file.
+/// Reads and decodes the samples on `threads` threads, into the channels convert-dataset would
+/// give them (image::Channels). Throws Error naming the file.
 std::vector<SampleImage> load_sample(const std::vector<dataset::SourceEntry>& files,
-                                     unsigned threads);
+                                     unsigned threads, image::Channels channels);
 
 /// One candidate format measured on the sample.
 struct ProbedFormat {

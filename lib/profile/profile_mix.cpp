@@ -130,7 +130,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
     report.storage_source = "measured";
   }
   step("sample", 0, targets.size());
-  std::vector<SampleImage> sample = load_sample(files, threads);
+  std::vector<SampleImage> sample = load_sample(files, threads, o.channels);
 
   // 2. Probe each candidate; its encoded sample goes to the work folder for the passes.
   TempDirectory work(o.work_dir, "dlprep-profile");

@@ -9,6 +9,7 @@
 
 #include "core/progress.hpp"
 #include "dataset/target_spec.hpp"
+#include "image/transform.hpp"
 #include "profile/report.hpp"
 
 namespace dlprep::profile {
@@ -33,6 +34,8 @@ struct ProfileOptions {
   unsigned pass_repeats = 1;        ///< timed repeats of each pass (the median is reported)
   /// Where the temporary folder goes (deleted at the end); empty: the system temp directory.
   std::filesystem::path work_dir;
+  /// The channels the sample gets, as convert-dataset --channels gives the dataset's.
+  image::Channels channels = image::Channels::keep;
   ProgressCallback progress;  ///< after each step (what = the step)
 };
 

@@ -111,6 +111,11 @@ class Engine {
   explicit Engine(const ConvertOptions& options)
       : o_(options), threads_(std::max(1u, options.threads)) {}
   ConvertResult run();
+  /// After a failure: a DST this run created goes again while it holds no file.
+  void discard_empty_destination() noexcept {
+    lock_.reset();
+    if (out_dir_) out_dir_->discard_if_empty();
+  }
 
  private:
   void prepare_destination();
@@ -236,11 +241,8 @@ ConvertResult Engine::run() {
     if (o_.progress) o_.progress({"scanning", scanned, 0, ""});
   });
   count_not_images_ = false;
-  if (scanned == 0) {  // a wrong path, surely: a dataset of nothing would only fail a trainer later
-    lock_.reset();
-    out_dir_->discard_if_empty();
+  if (scanned == 0)  // a wrong path, surely: a dataset of nothing would only fail a trainer later
     throw Error(Errc::invalid_argument, source.path().string() + ": no image files found");
-  }
   // A stray image beside the class folders: a class of its own named "" (no .cls member), which
   // torchvision's ImageFolder would not list and WebDataset's to_tuple(..., "cls") fails on.
   if (unlabeled > 0 && unlabeled < scanned && o_.warning)
@@ -738,6 +740,14 @@ ConvertStageSeconds& ConvertStageSeconds::operator+=(const ConvertStageSeconds& 
   return *this;
 }
 
-ConvertResult convert_dataset(const ConvertOptions& options) { return Engine(options).run(); }
+ConvertResult convert_dataset(const ConvertOptions& options) {
+  Engine engine(options);
+  try {
+    return engine.run();
+  } catch (...) {
+    engine.discard_empty_destination();
+    throw;
+  }
+}
 
 }  // namespace dlprep::dataset

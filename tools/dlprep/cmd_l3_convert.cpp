@@ -2,6 +2,7 @@
 // Both share one driver: expand the inputs, name the outputs, skip those that are up to date,
 // convert each file on its own (a failing file is reported and the others go on), summarise.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -437,8 +438,11 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
     outcome.output = plan_->output_for(input, extension_of(target_, outcome.shape.channels));
   }
   if (auto clash = clashes_.find(index); clash != clashes_.end()) {
-    // A missing input is that (a mistyped path keeps its file name), before it is a clash.
-    if (!file) file = std::make_unique<MappedFile>(input.path, image::check_image_head);
+    // A missing input is that (a mistyped path keeps its file name), before it is a clash; a
+    // stat, not a read (a FIFO would block, a large file be read for nothing).
+    struct stat st {};
+    if (input.path != "-" && ::stat(input.path.c_str(), &st) != 0)
+      throw Error(Errc::io, display_path(input.path) + ": cannot open: " + std::strerror(errno));
     throw Error(Errc::invalid_argument, clash->second);
   }
   if (late_claims_.count(index) != 0) {

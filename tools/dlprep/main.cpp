@@ -290,5 +290,9 @@ int main(int argc, char** argv) {
   // flight at once.
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  return dlprep::cli::run(argc, argv);
+  const int code = dlprep::cli::run(argc, argv);
+  // A broken pipe ends the process on the interrupt thread, once the temp files are gone; an
+  // exit from here would race it (exit status 1, a "write failed" for what SIGPIPE ends).
+  while (dlprep::cli::broken_pipe()) ::pause();
+  return code;
 }

@@ -27,10 +27,14 @@ namespace {
 // lands in the middle of a progress line.
 std::mutex g_stderr_mutex;
 Progress* g_active_progress = nullptr;
+std::atomic<bool> g_broken_pipe{false};  // set by the SIGPIPE handler: lock-free
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 void write_stderr(std::string_view text) { std::fwrite(text.data(), 1, text.size(), stderr); }
 
 }  // namespace
+
+bool broken_pipe() { return g_broken_pipe.load(); }
 
 // Blanks the progress line (terminal) or ends it (pipe) before another line goes to stderr;
 // the next step() draws it again.
@@ -112,6 +116,7 @@ std::string out_of_memory_message() {
 }
 
 void print_error(std::string_view command, std::string_view message) {
+  if (broken_pipe()) return;  // the write errors that follow: the run ends as SIGPIPE's
   std::string line = "dlprep: error: ";
   if (!command.empty()) line.append(command).append(": ");
   line.append(message).append("\n");
@@ -491,17 +496,24 @@ void install_interrupt_handler() {
   // the temp file; SIGXFSZ's default action would kill the process and leave it behind.
   ::signal(SIGXFSZ, SIG_IGN);
   // A reader that went away (| head): SIGPIPE comes to the thread that wrote, where its default
-  // action would kill the process with temp files left. It is passed on to the thread below as
-  // a SIGTERM that carries SIGPIPE's number (sigqueue is async-signal-safe; locks are not).
-  struct sigaction pipe_action {};
-  pipe_action.sa_handler = [](int) {
-    const int saved = errno;
-    ::sigqueue(::getpid(), SIGTERM, sigval{.sival_int = SIGPIPE});
-    errno = saved;
-  };
-  sigemptyset(&pipe_action.sa_mask);
-  pipe_action.sa_flags = SA_RESTART;
-  ::sigaction(SIGPIPE, &pipe_action, nullptr);
+  // action would kill the process with temp files left. The handler marks it and wakes the
+  // thread below with a SIGTERM (kill and a lock-free atomic are async-signal-safe; locks are
+  // not), which cleans up and dies of SIGPIPE itself. A parent that ignores SIGPIPE (systemd's
+  // default) wants write errors instead: then it stays ignored.
+  struct sigaction inherited {};
+  ::sigaction(SIGPIPE, nullptr, &inherited);
+  if (inherited.sa_handler != SIG_IGN) {
+    struct sigaction pipe_action {};
+    pipe_action.sa_handler = [](int) {
+      const int saved = errno;
+      g_broken_pipe.store(true);
+      ::kill(::getpid(), SIGTERM);
+      errno = saved;
+    };
+    sigemptyset(&pipe_action.sa_mask);
+    pipe_action.sa_flags = SA_RESTART;
+    ::sigaction(SIGPIPE, &pipe_action, nullptr);
+  }
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
@@ -510,11 +522,13 @@ void install_interrupt_handler() {
     siginfo_t info{};
     while (sigwaitinfo(&set, &info) < 0) {
     }
-    const bool broken_pipe =
-        info.si_code == SI_QUEUE && info.si_value.sival_int == SIGPIPE && info.si_pid == ::getpid();
     std::unique_lock lock(g_output_mutex);
     dlprep::remove_pending_temp_files();
-    if (broken_pipe) ::_exit(128 + SIGPIPE);  // as a tool killed by it: nobody reads a report
+    if (g_broken_pipe.load()) {  // as a tool killed by it: a parent sees WTERMSIG == SIGPIPE
+      ::signal(SIGPIPE, SIG_DFL);
+      ::raise(SIGPIPE);
+      ::_exit(128 + SIGPIPE);
+    }
     const int sig = info.si_signo;
     const int code = sig == SIGINT ? kExitInterrupted : 128 + sig;
     // The report can block (a stderr or stdout pipe that nobody reads): it gets a moment on a

@@ -159,9 +159,13 @@ class Progress {
 /// written under defer_interrupts() to be committed, removes the temp files of any other
 /// AtomicFile (remove_pending_temp_files), and exits 130 (SIGINT) or 128 + the signal number.
 /// SIGXFSZ is ignored: a write past `ulimit -f` is an error (EFBIG) like a full disk. SIGPIPE
-/// (the reader of a pipe went away) removes the temp files too, and exits 141 as it would.
+/// (the reader of a pipe went away) removes the temp files too, then ends the process by SIGPIPE
+/// as its default action would (exit status 141 in a shell); inherited ignored, it stays so.
 /// Call first thing in main(), before any thread starts (they inherit the blocked signals).
 void install_interrupt_handler();
+/// Whether a SIGPIPE came: the run is ending by it, its write errors are not reported, and the
+/// main thread waits for that end (main()).
+bool broken_pipe();
 /// What an interrupt reports: "dlprep: error: COMMAND: interrupted by SIGINT" on stderr, and with
 /// `json` the error document on stdout, unless the command has printed its own.
 void set_interrupt_report(const std::string& command, bool json);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -191,7 +192,31 @@ bool names_open_file(const std::string& name) {
   return slash != std::string::npos && name.compare(slash, 4, "/fd/") == 0;
 }
 
+std::atomic<unsigned> g_closed_standard_streams{0};  // bit fd: closed when the process started
+
+// Whether `name` (one that names_open_file accepts) is a standard stream that was closed.
+bool names_closed_standard_stream(const std::string& name) {
+  int fd = -1;
+  if (name == "/dev/stdout") fd = 1;
+  if (name == "/dev/stderr") fd = 2;
+  const size_t at = name.rfind("/fd/");
+  if (fd < 0 && at != std::string::npos) {
+    const std::string owner = name.substr(0, at);  // /dev, /proc/self, /proc/PID
+    if (owner == "/dev" || owner == "/proc/self" || owner == "/proc/thread-self" ||
+        owner == "/proc/" + std::to_string(::getpid())) {
+      const char* digits = name.c_str() + at + 4;
+      auto [end, ec] = std::from_chars(digits, name.c_str() + name.size(), fd);
+      if (ec != std::errc() || *end != '\0') fd = -1;
+    }
+  }
+  return fd >= 0 && fd <= 2 && (g_closed_standard_streams.load() >> fd & 1u) != 0;
+}
+
 }  // namespace
+
+void mark_standard_stream_closed(int fd) {
+  if (fd >= 0 && fd <= 2) g_closed_standard_streams.fetch_or(1u << fd);
+}
 
 fs::path link_destination(const fs::path& p) {
   return follow_links(p, [](const std::string&) { return false; });
@@ -379,7 +404,10 @@ AtomicFile::AtomicFile(const fs::path& target, Mode mode) : target_(target), fin
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     // Any link on the way to an open file: /dev/shm/x is an ordinary file, followed.
-    if (names_open_file(follow_links(target, names_open_file).string())) {
+    const std::string reached = follow_links(target, names_open_file).string();
+    // A closed stdout (>&-) is held by /dev/null, which opening /dev/stdout would reopen.
+    if (names_closed_standard_stream(reached)) throw io_error(target, "cannot open", EBADF);
+    if (names_open_file(reached)) {
       // /dev/stdout, /dev/fd/N: an open file of this process, appended to where it is (renaming
       // a temp file over the link would replace the system's /dev/stdout, as root).
       fd_ = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

@@ -143,6 +143,11 @@ void make_directories(const std::filesystem::path& dir);
 /// lost (rename alone is atomic, not durable). Throws Error(io) "FILE: cannot flush to storage: …".
 void flush_to_storage(const std::vector<std::filesystem::path>& files);
 
+/// Marks standard stream `fd` (0, 1 or 2) as closed when the process started, its place held by
+/// /dev/null: an AtomicFile for a path that names it (/dev/stdout, /dev/fd/1, /proc/self/fd/1)
+/// then fails with EBADF, as a write to the closed stream would, instead of reopening /dev/null.
+void mark_standard_stream_closed(int fd);
+
 /// Writes bytes to path atomically, creating parent directories. "-" writes to stdout.
 void write_file_atomic(const std::filesystem::path& path, ByteSpan bytes);
 /// write_file_atomic, except that a file already holding exactly these bytes is left as it is

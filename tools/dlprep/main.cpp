@@ -282,6 +282,7 @@ int main(int argc, char** argv) {
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
       const int held = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
       if (held >= 0 && held != fd) ::close(held);  // (a lower one was closed: never, in order)
+      dlprep::mark_standard_stream_closed(fd);     // /dev/stdout must not reopen /dev/null
     }
   // Images are decoded into and encoded from fresh multi-megabyte buffers, one after another.
   // glibc's defaults map each such buffer anew or trim it back to the kernel when freed, so every

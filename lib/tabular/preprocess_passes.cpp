@@ -168,6 +168,7 @@ void Run::pass2() {
                                           std::to_string(rows) + " in pass 2)");
     }
     if (writer) {
+      record_days();
       PhaseTimer t(write_seconds_);
       writer->commit();
     }
@@ -352,7 +353,17 @@ std::unique_ptr<DayWriter> Run::single_pass_day(
   return writer;
 }
 
+void Run::record_days() {
+  // Once, where no record in OUTDIR covers this run's days: a rerun with fewer inputs after an
+  // interruption must know them to remove the rest (remove_stale_outputs). A state.json that
+  // lists no day complete; the run's own checkpoints replace it.
+  if (days_recorded_ || o_.discard_outputs) return;
+  days_recorded_ = true;
+  if (std::max(earlier_run_days_, earlier_run_days()) < o_.inputs.size()) save_state(json(), {});
+}
+
 void Run::publish(std::vector<std::unique_ptr<DayWriter>>& finished) {
+  if (!finished.empty()) record_days();
   PhaseTimer t(write_seconds_);
   for (auto& w : finished) w->commit();
   finished.clear();

@@ -155,6 +155,9 @@ class Run {
   /// OUTDIR/vocab that is not its vocabulary (stats' removed_outputs); a reused one gets the
   /// run's conventions.
   void remove_stale_outputs();
+  /// Before the first day file is committed: records in OUTDIR how many days this run may write,
+  /// where no earlier record covers them.
+  void record_days();
   /// Each pass reads every input: done_bytes_ of passes_ times their size, and counted_bytes_.
   void report_progress(const char* pass, size_t day) const {
     if (o_.progress)
@@ -184,6 +187,7 @@ class Run {
   std::optional<OutputDirectory> out_dir_;  // created by the run
   std::optional<DirectoryLock> out_lock_;
   size_t earlier_run_days_ = 0;  // read before this run writes a file
+  bool days_recorded_ = false;   // record_days() wrote its record
   std::optional<AtomicFile> emit_;
   std::vector<int> cache_fds_;  // per day: unnamed temp file of decoded rows, -1 if none
   bool use_cache_ = false;

@@ -180,7 +180,11 @@ fs::path follow_links(const fs::path& p, const Stop& stop) {
     if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
     const fs::path to = fs::read_symlink(at, ec);
     if (ec) return at;
-    at = (to.is_absolute() ? to : at.parent_path() / to).lexically_normal();
+    // A relative target is taken from the link's folder as the kernel finds it: through a linked
+    // folder, "../x" is not where the path's text says.
+    fs::path from = at.parent_path().empty() ? fs::path(".") : at.parent_path();
+    if (!to.is_absolute()) from = fs::canonical(from, ec);
+    at = (to.is_absolute() ? to : ec ? at.parent_path() / to : from / to).lexically_normal();
   }
   return at;
 }

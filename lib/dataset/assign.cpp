@@ -104,7 +104,9 @@ uint64_t MixAssigner::tie_rank(uint64_t hash, std::string_view label, std::strin
   // shared_samples_ is sorted by (hash, label, key): the class's keys of this hash are a run.
   auto it = std::lower_bound(shared_samples_.begin(), shared_samples_.end(), hash,
                              [&](const SharedSample& s, uint64_t h) {
-                               return std::tie(s.hash, s.label) < std::tie(h, label);
+                               // (not std::tie: a string and a string_view in tuples do not
+                               // compare under clang 14 with libstdc++ 12 in C++20)
+                               return s.hash != h ? s.hash < h : std::string_view(s.label) < label;
                              });
   uint64_t rank = 0;
   for (const std::string* previous = nullptr;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "channels_option.hpp"
 #include "command.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -31,7 +32,7 @@ struct ConvertDatasetOptions {
   bool shards_given = false;
   bool force = false;
   std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
-  std::string channels = "keep";           // --channels keep|rgb
+  image::Channels channels = image::Channels::keep;
   bool center_crop = false, mix_from_given = false;
 };
 
@@ -69,7 +70,7 @@ image::Transform transform_of(const ConvertDatasetOptions& o) {
     t.max_side = n;
   }
   t.center_crop = o.center_crop;
-  if (o.channels == "rgb") t.channels = image::Channels::rgb;
+  t.channels = o.channels;
   if (t.center_crop && t.resize.width == 0)
     throw Error(Errc::invalid_argument,
                 "--center-crop needs --resize WxH (it crops to that aspect ratio)");
@@ -229,12 +230,10 @@ Action add_convert_dataset_command(CLI::App& app) {
   max_side->excludes(resize);
   cmd->add_flag("--center-crop", o->center_crop,
                 "with --resize: first crop the largest centred region with WxH's aspect ratio");
-  cmd->add_option("--channels", o->channels,
-                  "keep: each image's own channels; rgb: every image RGB (gray replicated, alpha "
-                  "dropped, as PIL's convert('RGB')), for jpeg and for trainers that expect 3")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"keep", "rgb"}).description(""))
-      ->type_name("keep|rgb");
+  add_channels_option(*cmd, o->channels,
+                      "keep: each image's own channels; rgb: every image RGB (gray replicated, "
+                      "alpha dropped, as PIL's convert('RGB')), for jpeg and for trainers that "
+                      "expect 3");
   cmd->add_option("--seed", o->seed, "seed of the mix assignment")
       ->capture_default_str()
       ->type_name("N")

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "channels_option.hpp"
 #include "command.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
@@ -26,7 +27,7 @@ constexpr const char* kCommand = "profile-mix";
 
 struct ProfileMixOptions {
   std::string dataset, formats, storage_bw = "measured", search = "lp", output, plot, work_dir;
-  std::string channels = "keep";  // --channels keep|rgb
+  image::Channels channels = image::Channels::keep;
   size_t sample = 16;
   double compute_rate = 0;
   double pass_seconds = 2;
@@ -106,7 +107,7 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   p.pass_seconds = o.pass_seconds;
   p.pass_repeats = o.repeats;
   p.work_dir = o.work_dir;
-  if (o.channels == "rgb") p.channels = image::Channels::rgb;
+  p.channels = o.channels;
   if (!std::filesystem::exists(o.dataset))
     throw Error(Errc::io, o.dataset + ": cannot open: No such file or directory");
   // A folder on the storage being measured, which a typo must not create (with its parents).
@@ -218,12 +219,9 @@ Action add_profile_mix_command(CLI::App& app) {
                   "draw load, decode and their minimum across the ratio (SVG); - prints it "
                   "instead of the table")
       ->type_name("FILE.svg");
-  cmd->add_option("--channels", o->channels,
-                  "keep or rgb: the channels the sample gets, as convert-dataset --channels gives "
-                  "the dataset's (rgb: jpeg takes RGBA and gray-alpha images)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"keep", "rgb"}).description(""))
-      ->type_name("keep|rgb");
+  add_channels_option(*cmd, o->channels,
+                      "keep or rgb: the channels the sample gets, as convert-dataset --channels "
+                      "gives the dataset's (rgb: jpeg takes RGBA and gray-alpha images)");
   cmd->add_option("--work-dir", o->work_dir,
                   "an existing folder where the temporary converted sample goes (default: the "
                   "system temp folder)")

@@ -31,11 +31,13 @@ std::array<uint32_t, kNumSparse> parse_modulus_list(const std::string& text) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+    // A plus sign as the other integer options take it ("+5"); "-5" is no whole number from 0.
+    const std::string digits = item.size() > 1 && item[0] == '+' ? item.substr(1) : item;
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
       throw Error(Errc::invalid_argument,
                   "--modulus: '" + item + "' is not a whole number from 0 to 4294967295");
     // Past 10 digits it is out of range whatever they are (stoull would throw past 20).
-    const uint64_t v = item.size() > 10 ? uint64_t{UINT32_MAX} + 1 : std::stoull(item);
+    const uint64_t v = digits.size() > 10 ? uint64_t{UINT32_MAX} + 1 : std::stoull(digits);
     if (v > UINT32_MAX)
       throw Error(Errc::invalid_argument, "--modulus: " + item + " is more than 4294967295");
     vals.push_back(v);

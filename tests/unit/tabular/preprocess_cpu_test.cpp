@@ -795,6 +795,12 @@ TEST_CASE("options are validated and unavailable devices refused with their reas
   CHECK(parse_modulus_list("5000")[25] == 5000);
   CHECK_THROWS_AS(parse_modulus_list("1,2"), Error);
   CHECK_THROWS_AS(parse_modulus_list("x"), Error);
+  // Decimal with a plus sign allowed, as every integer option of the CLI reads its number.
+  CHECK(parse_modulus_list("+5000")[0] == 5000);
+  CHECK(parse_modulus_list("0100")[0] == 100);
+  CHECK_THROWS_AS(parse_modulus_list("+"), Error);
+  CHECK_THROWS_AS(parse_modulus_list("-5"), Error);
+  CHECK_THROWS_AS(parse_modulus_list("++5"), Error);
   CHECK_THROWS_AS(apply_preset("nope", o), Error);
   // The last day: MLPerf-v1's test then val files for DLRM; whole for TorchRec, whose loaders
   // split it themselves and would train on val_* and test_* files.

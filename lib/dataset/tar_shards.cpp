@@ -13,6 +13,9 @@
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
 
+// The smallest tar of one sample: its header, one data block and the two end-of-archive blocks.
+constexpr uint64_t kMinShardBytes = 4 * 512;
+
 uint64_t parse_shard_size(std::string_view text) {
   auto bad = [&] {
     return Error(Errc::invalid_argument,
@@ -40,6 +43,13 @@ uint64_t parse_shard_size(std::string_view text) {
                 "'" + std::string(text) + "' is not a whole number of bytes (a unit missing?)");
   double bytes = std::floor(value * found->scale);
   if (!(bytes >= 1)) throw bad();
+  // A bare number too small for any shard ("1" for 1 GB?): a tar holding one sample takes at
+  // least its header, a data block and the end-of-archive blocks.
+  const bool unit_given = end != text.data() + text.size();
+  if (!unit_given && bytes < kMinShardBytes)
+    throw Error(Errc::invalid_argument,
+                "'" + std::string(text) + "' bytes cannot hold one sample (a tar takes at least " +
+                    std::to_string(kMinShardBytes) + "); a unit missing? (e.g. 1GiB, 500MB)");
   // Shards are read by mapping them whole (a rerun, verify, a dataset as source).
   if (bytes > static_cast<double>(limits::kMaxFileBytes))
     throw Error(Errc::invalid_argument,

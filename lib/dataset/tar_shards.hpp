@@ -21,8 +21,9 @@ namespace dlprep::dataset {
 
 /// Parses --shards SIZE: bytes, or a number with a decimal (kB, MB, GB, TB; K, M, G, T) or binary
 /// (KiB, MiB, GiB, TiB) unit, e.g. "1GiB", "500MB", "1.5G", "65536". Throws
-/// Error(invalid_argument) for 0, a negative or malformed size, or one above 16 GiB
-/// (limits::kMaxFileBytes: shards are mapped whole when read).
+/// Error(invalid_argument) for 0, a negative or malformed size, a number of bytes without a unit
+/// too small for one sample (under 2048: "1" is 1 GiB with its unit left out), or one above
+/// 16 GiB (limits::kMaxFileBytes: shards are mapped whole when read).
 uint64_t parse_shard_size(std::string_view text);
 
 /// The location of shard `number` relative to the dataset: "data/shard-000012.tar", or with

@@ -70,6 +70,11 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   CHECK(parse_shard_size("500M") == 500000000);
   CHECK(parse_shard_size("1.5G") == 1500000000);
   CHECK_THROWS_AS(parse_shard_size("1.5"), Error);  // bytes: a unit left out, not 1 byte
+  // Too few bytes for any shard, a unit left out too; with a unit it is taken as meant.
+  CHECK_THROWS_WITH_AS(parse_shard_size("1.0"), doctest::Contains("unit missing"), Error);
+  CHECK_THROWS_AS(parse_shard_size("2047"), Error);
+  CHECK(parse_shard_size("2048") == 2048);
+  CHECK(parse_shard_size("1kB") == 1000);
   CHECK(parse_shard_size("2KiB") == 2048);
   CHECK(parse_shard_size("3kB") == 3000);
   CHECK(parse_shard_size("16GiB") == uint64_t{1} << 34);

@@ -5,7 +5,10 @@
 // The input is a .npy file, copied into a buffer of exactly its size so that ASan sees any read
 // past it. An array parse_npy accepts must hold exactly rows x max(cols, 1) items of the size its
 // dtype names; hostile input may only throw dlprep::Error.
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -22,9 +25,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size) std::memcpy(copy.get(), data, size);
   try {
     NpyArray a = parse_npy(ByteSpan(copy.get(), size), "fuzz.npy");
-    const unsigned long item = std::stoul(a.descr.substr(2));
+    // An accepted dtype names its item size after the byte order and kind ("<i4", "|u1").
+    unsigned item = 0;
+    const char* digits = a.descr.data() + std::min<size_t>(2, a.descr.size());
+    const char* end = a.descr.data() + a.descr.size();
+    if (std::from_chars(digits, end, item).ptr != end || item == 0 || item > 16) {
+      std::fprintf(stderr, "accepted dtype '%s' names no item size\n", a.descr.c_str());
+      std::abort();
+    }
     unsigned __int128 want = static_cast<unsigned __int128>(a.rows) * (a.cols ? a.cols : 1) * item;
-    if (item == 0 || item > 16 || want != a.data.size()) std::abort();
+    if (want != a.data.size()) std::abort();
   } catch (const Error&) {
   }
   return 0;

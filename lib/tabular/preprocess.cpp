@@ -321,7 +321,7 @@ PreprocessStats Run::execute() {
   }
   auto t1 = Clock::now();
   if (o_.vocab_from) {
-    if (o_.emit_binary) open_emit(0);
+    if (o_.emit_binary && !emit_complete_in_state()) open_emit(0);
     load_vocab_from(*o_.vocab_from);
     stats_.vocab_reused = true;
     stats_.single_pass = single_pass_allowed();
@@ -357,11 +357,7 @@ PreprocessStats Run::execute() {
       pass1(true, done);
     }
   }
-  if (emit_) {
-    PhaseTimer t(write_seconds_);
-    emit_->commit();
-    emit_.reset();  // the checkpoint now records FILE itself
-  }
+  if (emit_) commit_emit();
   if (!stats_.vocab_reused && o_.write_vocab) {
     PhaseTimer t(write_seconds_);
     save_vocab(pass1_fp, o_.inputs.size());

@@ -318,6 +318,8 @@ void Run::vocab_single_pass() {
     if (o_.discard_outputs) continue;  // no state either
     if (checkpoint_due(day)) checkpoint();
   }
+  // FILE holds every row now: in place before the last checkpoint, which records it.
+  if (emit_) commit_emit();
   // A rerun that found every day done writes nothing, not even the same state.json anew (a
   // Makefile rule on it would run again each time).
   if (!o_.discard_outputs && completed.size() + finished_days.size() > done.size()) checkpoint();

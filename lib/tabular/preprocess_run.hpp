@@ -87,6 +87,11 @@ class Run {
   /// What a checkpoint records of --emit-binary's FILE: the temp file kept for a rerun to continue
   /// while it is written, FILE's identity once it is complete.
   json emit_record() const;
+  /// With --vocab-from: whether state.json records FILE as a run on these inputs completed it,
+  /// so that a rerun leaves it as it is.
+  bool emit_complete_in_state() const;
+  /// Renames FILE into place once every row is in it.
+  void commit_emit();
   void load_vocab_from(const fs::path& dir);
   void preload();
   /// The reader of day `day`: its preloaded memory, its decode cache (`cached`) or its file.

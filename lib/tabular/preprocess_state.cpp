@@ -211,6 +211,9 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
              {"days_done", days_done},
              {"day_files", files},
              {"days", days}};
+  // FILE once complete, for a --vocab-from rerun to keep (a run with its own vocabulary finds
+  // it in the vocabulary's checkpoint).
+  if (o_.emit_binary && !emit_) st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -353,6 +356,26 @@ size_t Run::open_emit(size_t done) {
 void Run::emit_rows(const void* rows, uint64_t count) {
   emit_->write(ByteSpan(static_cast<const uint8_t*>(rows), count * kBinaryRowBytes));
   emit_bytes_ += count * kBinaryRowBytes;
+}
+
+bool Run::emit_complete_in_state() const {
+  const fs::path path = o_.out_dir / "state.json";
+  if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return false;
+  try {
+    const json emit = read_json_file(path).value("emit", json::object());
+    const json file = emit.value("record", json::object()).value("file", json());
+    return emit.value("pass1", json()) == pass1_fp_ && !file.is_null() &&
+           file == file_identity(*o_.emit_binary);
+  } catch (const Error&) {  // FILE gone, or a state file that cannot be read: written again
+  } catch (const json::exception&) {
+  }
+  return false;
+}
+
+void Run::commit_emit() {
+  PhaseTimer t(write_seconds_);
+  emit_->commit();
+  emit_.reset();  // a checkpoint from now on records FILE itself
 }
 
 json Run::emit_record() const {

@@ -530,13 +530,55 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
     const fs::path out2 = dir / (std::string(v.name) + "_2"),
                    out1 = dir / (std::string(v.name) + "_1");
     check_same_files(out2, out1, files);
-    // state.json also records each run's own day files (their sizes, mtimes and inodes).
+    // state.json also records each run's own day files (their sizes, mtimes and inodes) and
+    // --emit-binary FILE.
     json state2 = json::parse(slurp(out2 / "state.json")),
          state1 = json::parse(slurp(out1 / "state.json"));
     CHECK(state2["day_files"].size() == state2["days_done"].size());
-    state2.erase("day_files");
-    state1.erase("day_files");
+    for (json* state : {&state2, &state1}) {
+      state->erase("day_files");
+      if (emit) (*state)["emit"]["record"].erase("file");
+    }
     CHECK(state2 == state1);
+  }
+}
+
+TEST_CASE("a vocab_from rerun leaves --emit-binary's FILE as it is while it is complete") {
+  fs::path dir = scratch("vocab_from_emit_rerun");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  for (bool single : {false, true}) {
+    INFO("single pass " << single);
+    const std::string name = single ? "one" : "two";
+    PreprocessOptions o =
+        base({kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz"}, dir / name);
+    o.modulus = {};
+    o.vocab_from = dir / "train";
+    o.resume = true;
+    o.single_pass = single;
+    o.emit_binary = dir / (name + ".bin");
+    CHECK(preprocess(o).single_pass == single);
+    const std::string rows = slurp(*o.emit_binary);
+    const auto written = fs::last_write_time(*o.emit_binary);
+    PreprocessStats again = preprocess(o);
+    CHECK(again.days[0].skipped);
+    CHECK(again.days[1].skipped);
+    CHECK(fs::last_write_time(*o.emit_binary) == written);
+    // A day's files gone: that day is redone, and FILE still left alone.
+    fs::remove(o.out_dir / "day_1_dense.npy");
+    again = preprocess(o);
+    CHECK_FALSE(again.days[1].skipped);
+    CHECK(fs::last_write_time(*o.emit_binary) == written);
+    // FILE changed since: written again, whole. A single pass so reads and writes every day;
+    // two passes write it in the first, which reads every day anyway.
+    fs::resize_file(*o.emit_binary, 64);
+    again = preprocess(o);
+    CHECK(again.days[0].skipped == !single);
+    CHECK(slurp(*o.emit_binary) == rows);
+    // Other inputs: another FILE.
+    o.inputs = {kSamples / "deepctr_200.tsv"};
+    preprocess(o);
+    CHECK(slurp(*o.emit_binary) != rows);
   }
 }
 

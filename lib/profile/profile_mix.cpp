@@ -71,6 +71,7 @@ double parse_bandwidth(std::string_view text) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end == s.data()) throw bad();
   s.remove_prefix(static_cast<size_t>(end - s.data()));
+  const bool unit_given = !s.empty();
   if (s.ends_with("/s")) s.remove_suffix(2);
   if (s.ends_with("B")) s.remove_suffix(1);
   double scale = 1;
@@ -90,6 +91,11 @@ double parse_bandwidth(std::string_view text) {
   }
   double bytes = value * scale;
   if (!(bytes > 0) || !std::isfinite(bytes)) throw bad();
+  // A bare number is bytes/s, and under 1 MB/s it is rather a unit left out ("500" for 500MB/s).
+  if (!unit_given && bytes < 1e6)
+    throw Error(Errc::invalid_argument, "'" + std::string(text) +
+                                            "' without a unit is bytes/s: a unit missing? (e.g. " +
+                                            "500MB/s; 500kB/s for a slow storage)");
   return bytes;
 }
 

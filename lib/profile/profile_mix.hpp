@@ -47,7 +47,8 @@ ProfileReport profile_mix(const ProfileOptions& options);
 std::vector<dataset::TargetSpec> default_formats();
 
 /// Parses "500MB/s", "1.5GB/s", "800MiB/s", "100M", "2e8" (bytes/s; decimal k/M/G/T and binary
-/// Ki/Mi/Gi/Ti prefixes, an optional "B" and "/s"). Throws Error(invalid_argument).
+/// Ki/Mi/Gi/Ti prefixes, an optional "B" and "/s"). Throws Error(invalid_argument), also for a
+/// number without a unit under 1 MB/s (a unit left out: "500").
 double parse_bandwidth(std::string_view text);
 
 }  // namespace dlprep::profile

@@ -97,7 +97,13 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   p.dataset = o.dataset;
   if (!o.formats.empty()) p.formats = parse_formats(o.formats);
   p.sample = o.sample;
-  if (o.storage_bw != "measured") p.storage_bytes_per_s = profile::parse_bandwidth(o.storage_bw);
+  if (o.storage_bw != "measured") {
+    try {
+      p.storage_bytes_per_s = profile::parse_bandwidth(o.storage_bw);
+    } catch (const Error& e) {
+      throw e.with_context("--storage-bw");
+    }
+  }
   p.compute_images_per_s = o.compute_rate;
   p.search = o.search;
   p.verify = !o.no_verify;

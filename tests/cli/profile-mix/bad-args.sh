@@ -6,6 +6,9 @@ expect_exit 2 dlprep profile-mix
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --search simplex
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --storage-bw fast -o r.json
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --storage-bw 0MB/s
+# 500 B/s is a unit left out; the message names the option.
+dlprep profile-mix "$SAMPLE_DATA/images" --storage-bw 500 2>err.txt && fail "--storage-bw 500 taken"
+grep -q -- "--storage-bw: '500' without a unit" err.txt || fail "message: $(cat err.txt)"
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,gif
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,png
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --sample 0

@@ -23,6 +23,11 @@ TEST_CASE("bandwidths parse with decimal and binary units") {
   CHECK_THROWS_AS(parse_bandwidth("fast"), Error);
   CHECK_THROWS_AS(parse_bandwidth("0MB/s"), Error);
   CHECK_THROWS_AS(parse_bandwidth("5XB/s"), Error);
+  // A slow storage is given with its unit; a small bare number is a unit left out.
+  CHECK(parse_bandwidth("100kB/s") == 100e3);
+  CHECK(parse_bandwidth("500B/s") == 500);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("500"), doctest::Contains("unit missing"), Error);
+  CHECK(parse_bandwidth("1000000") == 1e6);
 }
 
 TEST_CASE("the sample is evenly spaced and the same every time") {

@@ -29,10 +29,11 @@ uint64_t fnv1a(std::string_view bytes) {
   return h;
 }
 
-// The salts keep the class offsets and the deal turns independent of the key hashes drawn from
-// the same seed.
+// The salts keep the class offsets, the deal turns and the shuffle order independent of the key
+// hashes drawn from the same seed.
 constexpr uint64_t kClassOffsetSalt = 0x434C415353ull;  // "CLASS"
 constexpr uint64_t kTurnSalt = 0x5455524Eull;           // "TURN"
+constexpr uint64_t kShuffleSalt = 0x53485546464C45ull;  // "SHUFFLE"
 
 // A hash as a double in [0, 1): its top 53 bits.
 double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
@@ -40,6 +41,10 @@ double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
 }  // namespace
 
 uint64_t key_hash(std::string_view key, uint64_t seed) { return mix64(fnv1a(key) ^ mix64(seed)); }
+
+uint64_t shuffle_rank(std::string_view key, uint64_t seed) {
+  return key_hash(key, seed ^ kShuffleSalt);
+}
 
 MixAssigner::MixAssigner(const std::vector<double>& ratios, uint64_t seed) : seed_(seed) {
   if (ratios.empty()) throw Error(Errc::invalid_argument, "empty mix");

@@ -14,6 +14,10 @@ namespace dlprep::dataset {
 /// defined on bytes only, so it is the same on every platform.
 uint64_t key_hash(std::string_view key, uint64_t seed);
 
+/// Where a sample goes in convert-dataset --shuffle's order (ascending, ties by key): a key hash
+/// under a seed of its own, so that the order says nothing of the format the mix gave a sample.
+uint64_t shuffle_rank(std::string_view key, uint64_t seed);
+
 /// Assigns each sample one entry of a mix so that every class gets the ratios: within a class,
 /// samples are ordered by key_hash(key, seed) and the order is cut at the cumulative ratios.
 /// Each cut is rounded with a per-class offset in [0, 1) drawn from the seed, so every class is

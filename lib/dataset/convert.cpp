@@ -9,6 +9,8 @@
 //      more, to tell a duplicate key from a collision);
 //   2. enumerate again in batches: assign, filter the shard, look up the previous index, then
 //      convert the batch in parallel and append its records in source order to the new index.
+// With --shuffle, "source order" is the order shuffle_rank draws from the seed: the source is
+// listed once, sorted, and both passes go through that list.
 // Incremental rule (make's, plus options): a sample is up to date when its file exists and is
 // no older than its source; files made with other options were removed at the start (see
 // run()). Its record is reused from the previous index when the file is unchanged since that
@@ -25,6 +27,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -125,6 +128,11 @@ class Engine {
   void for_each_batch(
       const SampleSource& source, Fn&& fn,
       Wanted&& wanted = [](const SourceEntry&) { return true; });
+  // Calls fn for every entry of the source, in the order the dataset takes them.
+  void for_each_entry(const SampleSource& source,
+                      const std::function<void(SourceEntry&&)>& fn) const;
+  // --shuffle: the source's entries, listed once, in shuffle_rank order (ties by key).
+  void list_shuffled(const SampleSource& source);
   // Throws for a sample whose key cannot be a file name or is another sample's too.
   void check_key(const Work& w) const;
   // Converts a sample, or finds its file up to date.
@@ -141,6 +149,7 @@ class Engine {
   std::optional<OutputDirectory> out_dir_;  // the destination, removed by a failure before a file
   std::optional<DirectoryLock> lock_;       // on the destination
   std::unique_ptr<MixAssigner> assigner_;
+  std::optional<std::vector<SourceEntry>> shuffled_;  // --shuffle's order
   std::optional<Manifest> old_manifest_;
   Manifest manifest_;
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
@@ -179,12 +188,32 @@ void Engine::for_each_batch(const SampleSource& source, Fn&& fn, Wanted&& wanted
     batch.clear();
     fn(kept);
   };
-  source.for_each([&](SourceEntry&& e) {
+  for_each_entry(source, [&](SourceEntry&& e) {
     if (!wanted(e)) return;
     batch.push_back(std::move(e));
     if (batch.size() >= batch_size) flush();
   });
   flush();
+}
+
+void Engine::for_each_entry(const SampleSource& source,
+                            const std::function<void(SourceEntry&&)>& fn) const {
+  if (!shuffled_) return source.for_each(fn);
+  for (const SourceEntry& e : *shuffled_) fn(SourceEntry(e));
+}
+
+void Engine::list_shuffled(const SampleSource& source) {
+  std::vector<std::pair<uint64_t, SourceEntry>> ranked;
+  source.for_each([&](SourceEntry&& e) {
+    const uint64_t rank = shuffle_rank(e.key, o_.seed);
+    ranked.emplace_back(rank, std::move(e));
+  });
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
+  });
+  shuffled_.emplace();
+  shuffled_->reserve(ranked.size());
+  for (auto& [rank, e] : ranked) shuffled_->push_back(std::move(e));
 }
 
 void Engine::prepare_destination() {
@@ -221,6 +250,7 @@ ConvertResult Engine::run() {
   const std::optional<fs::path> recorded = recorded_source();
   SampleSource source = recorded ? SampleSource(*recorded) : std::move(given);
   source.exclude(o_.destination);
+  if (o_.shuffle) list_shuffled(source);
 
   // Pass 1: every sample of the source (all shards) for the assignment.
   std::vector<double> ratios;
@@ -273,6 +303,7 @@ ConvertResult Engine::run() {
   manifest_.source_kind = source_kind_name(source.kind());
   manifest_.source_path = recorded ? recorded->string() : source_path_text(o_.source.string());
   manifest_.seed = o_.seed;
+  manifest_.shuffled = o_.shuffle;
   manifest_.shard_index = o_.shard_index;
   manifest_.shard_count = o_.shard_count;
   manifest_.on_error = o_.skip_errors ? "skip" : "fail";
@@ -315,8 +346,8 @@ ConvertResult Engine::run() {
     }
     shards_current = tar && old.layout == "tar" && stale_extensions.empty() &&
                      old.max_shard_bytes == manifest_.max_shard_bytes &&
-                     old.labels == manifest_.labels && old.shard_index == o_.shard_index &&
-                     old.shard_count == o_.shard_count;
+                     old.labels == manifest_.labels && old.shuffled == manifest_.shuffled &&
+                     old.shard_index == o_.shard_index && old.shard_count == o_.shard_count;
     if (old.layout != manifest_.layout || (tar && !shards_current)) {
       std::error_code ec;
       fs::remove_all(o_.destination / kDataDir, ec);

@@ -26,7 +26,11 @@ struct ConvertOptions {
   std::filesystem::path source;       ///< directory tree, list file, or dlprep dataset
   std::filesystem::path destination;  ///< the dataset directory to create or update
   std::vector<MixEntry> mix;          ///< one entry with ratio 1 for --to
-  uint64_t seed = 0;                  ///< seeds the mix assignment
+  uint64_t seed = 0;                  ///< seeds the mix assignment (and the --shuffle order)
+  /// --shuffle: the samples in an order drawn from the seed (shuffle_rank) instead of the
+  /// source's, so that each tar shard holds a mix of classes; the source's list is then held in
+  /// memory (walked once).
+  bool shuffle = false;
   uint32_t shard_index = 0;           ///< convert shard shard_index of shard_count
   uint32_t shard_count = 1;
   /// --shards SIZE: the tar layout, shards of at most this many bytes; 0: a file tree (data/).
@@ -82,7 +86,8 @@ struct ConvertResult {
 /// atomically.
 /// Memory: 8 bytes per source sample (the key hashes of the mix and duplicate detection) plus one
 /// batch of samples in flight (their records; the tar layout also holds the encoded samples of
-/// at most 3 per thread); the source walk and both indexes are streamed.
+/// at most 3 per thread); the source walk and both indexes are streamed. With shuffle, also the
+/// source's list (each sample's path, key and label: about 200 bytes a sample).
 ConvertResult convert_dataset(const ConvertOptions& options);
 
 }  // namespace dlprep::dataset

@@ -53,6 +53,7 @@ std::string difference(const Manifest& a, const Manifest& b) {
                      " (parts from dlprep versions that deal samples to parts differently: "
                      "convert the older parts again)",
            differ("seed", std::to_string(a.seed), std::to_string(b.seed)),
+           differ("order", a.shuffled ? "shuffled" : "source", b.shuffled ? "shuffled" : "source"),
            differ("mix", mix_text(a), mix_text(b)),
            differ("transform", quoted(a.transform), quoted(b.transform)),
            differ("layout", a.layout, b.layout),

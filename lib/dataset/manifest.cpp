@@ -174,6 +174,7 @@ std::string manifest_to_json(const Manifest& m) {
                      {"shard_count", m.shard_count},
                      {"on_error", m.on_error}};
   if (m.shard_count > 1) j["parameters"]["shard_rule"] = m.shard_rule;
+  if (m.shuffled) j["parameters"]["order"] = "shuffled";
   j["parameters"]["transform"] = m.transform.empty() ? Json(nullptr) : Json(m.transform);
   j["samples"] = m.samples;
   j["bytes"] = m.bytes;
@@ -226,6 +227,10 @@ Manifest manifest_from_json(std::string_view text) {
     m.shard_count = get<uint32_t>(p, "shard_count");
     if (m.shard_count > 1) m.shard_rule = get_or<uint32_t>(p, "shard_rule", 1);
     m.on_error = get_or<std::string>(p, "on_error", "fail");
+    const std::string order = get_or<std::string>(p, "order", "source");
+    if (order != "source" && order != "shuffled")
+      throw Error(Errc::unsupported, "order \"" + order + "\" is unknown to this dlprep");
+    m.shuffled = order == "shuffled";
     if (p.contains("transform") && !p["transform"].is_null())
       m.transform = get<std::string>(p, "transform");
     m.samples = get<uint64_t>(j, "samples");

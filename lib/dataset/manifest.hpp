@@ -98,6 +98,9 @@ struct Manifest {
   std::string source_kind;  ///< "directory", "list" or "dataset"
   std::string source_path;
   uint64_t seed = 0;
+  /// The samples in --shuffle's order, drawn from the seed ("order": "shuffled" in dataset.json's
+  /// parameters), rather than the source's (no "order").
+  bool shuffled = false;
   uint32_t shard_index = 0;  ///< this dataset holds shard shard_index of shard_count
   uint32_t shard_count = 1;
   uint32_t shard_rule = kShardRule;  ///< recorded when shard_count > 1 (kShardRule)

@@ -34,6 +34,7 @@ struct ConvertDatasetOptions {
   std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
   image::Channels channels = image::Channels::keep;
   bool center_crop = false, mix_from_given = false;
+  bool shuffle = false;
 };
 
 // "K/N" with 0 <= K < N.
@@ -136,6 +137,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   }
   c.transform = transform_of(o);
   c.seed = o.seed;
+  c.shuffle = o.shuffle;
   if (!o.shard.empty()) parse_shard(o.shard, c.shard_index, c.shard_count);
   if (o.shards_given) {
     try {
@@ -234,7 +236,7 @@ Action add_convert_dataset_command(CLI::App& app) {
                       "keep: each image's own channels; rgb: every image RGB (gray replicated, "
                       "alpha dropped, as PIL's convert('RGB')), for jpeg and for trainers that "
                       "expect 3");
-  cmd->add_option("--seed", o->seed, "seed of the mix assignment")
+  cmd->add_option("--seed", o->seed, "seed of the mix assignment and of the --shuffle order")
       ->capture_default_str()
       ->type_name("N")
       ->transform(kDecimal)
@@ -245,6 +247,9 @@ Action add_convert_dataset_command(CLI::App& app) {
                   "write tar shards of at most SIZE (e.g. 1GiB, 500MB) instead of a file tree")
       ->type_name("SIZE")
       ->each([o](const std::string&) { o->shards_given = true; });
+  cmd->add_flag("--shuffle", o->shuffle,
+                "samples in an order drawn from --seed, not the source's, so that each tar shard "
+                "holds a mix of classes (the source's list is held in memory)");
   cmd->add_option("--on-error", o->on_error,
                   "a sample that cannot be read or decoded: fail (stop) or skip (leave it "
                   "out); an output that cannot be written (disk full) always stops")
@@ -282,9 +287,11 @@ Action add_convert_dataset_command(CLI::App& app) {
       "an interrupted run (exit 130) resumes. Samples are converted in parallel (-j).\n"
       "\n"
       "With --shards SIZE the data are tar shards in the WebDataset convention instead:\n"
-      "data/shard-NNNNNN.tar (data/part-K-of-N-NNNNNN.tar with --shard K/N), samples in source\n"
-      "order, each as <key>.<ext> plus <key>.cls (the class index: the label's position in\n"
-      "tar.labels of dataset.json); index records add the member's data offset. Read them with\n"
+      "data/shard-NNNNNN.tar (data/part-K-of-N-NNNNNN.tar with --shard K/N), each sample as\n"
+      "<key>.<ext> plus <key>.cls (the class index: the label's position in tar.labels of\n"
+      "dataset.json); index records add the member's data offset. Samples go in source order,\n"
+      "so a class-folder tree gives a class or a few per shard; --shuffle mixes the classes in\n"
+      "every shard (an order drawn from --seed, the same on every rerun). Read them with\n"
       "e.g. webdataset.WebDataset(\"DST/data/shard-{000000..000009}.tar\").decode(\"pil\").\n"
       "A rerun keeps the shards whose samples are all up to date and rewrites from the first\n"
       "stale one on.\n"
@@ -294,7 +301,9 @@ Action add_convert_dataset_command(CLI::App& app) {
       "  dlprep -j16 convert-dataset train/ train-mix/ --mix png:0.7,bmp:0.3 --seed 1\n"
       "  dlprep convert-dataset train/ part3/ --to l3 --shard 3/8   # then: dlprep dataset "
       "merge\n"
-      "  dlprep -j16 convert-dataset train/ train-tar/ --to jpeg:95 --channels rgb --shards 1GiB\n"
+      "  dlprep -j16 convert-dataset train/ train-tar/ --to jpeg:95 --channels rgb --shards 1GiB "
+      "\\\n"
+      "      --shuffle\n"
       "  dlprep convert-dataset photos/ fhd/ --to png --resize 1920x1080 --center-crop\n"
       "  dlprep convert-dataset train/ small/ --to jpeg:90 --channels rgb --max-side 512\n"
       "  dlprep profile-mix train/ --formats png,bmp -o mix.json\n"

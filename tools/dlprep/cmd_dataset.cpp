@@ -48,6 +48,7 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
             << "\nsource:   " << m.source_path << " (" << m.source_kind << ")"
             << "\nmix:      " << mix << ", seed " << m.seed;
   if (m.shard_count > 1) std::cout << ", shard " << m.shard_index << "/" << m.shard_count;
+  if (m.shuffled) std::cout << ", order shuffled by the seed";
   // Samples without a label are counted in classes[""], which is no class.
   uint64_t unlabelled = 0;
   if (auto it = m.classes.find(""); it != m.classes.end())

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -21,6 +22,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "dataset/assign.hpp"
 #include "dataset/dataset_merge.hpp"
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
@@ -659,6 +661,79 @@ TEST_CASE("tar parts merge into the unsharded samples; a tar dataset is a source
   ConvertResult tar = convert_dataset(tar_options(root / "merged", root / "retar", "bmp", 1 << 20));
   CHECK(tar.manifest.samples == 14);
   CHECK(verify(root / "retar").ok == 14);
+}
+
+TEST_CASE("--shuffle orders the samples by the seed, mixing the classes; its parts merge") {
+  fs::path root = scratch("shuffle");
+  fs::path src = make_tree(root);
+  const auto index_of = [](const fs::path& dst) {
+    std::vector<SampleRecord> records;
+    IndexReader reader(dst / kIndexName);
+    for (SampleRecord r; reader.next(r);) records.push_back(r);
+    return records;
+  };
+  ConvertOptions o = tar_options(src, root / "all", "l3:0.6,bmp:0.4", 300000);
+  o.shuffle = true;
+  o.seed = 7;
+  ConvertResult r = convert_dataset(o);
+  CHECK(r.manifest.shuffled);
+  CHECK(slurp(o.destination / kManifestName).find("\"order\": \"shuffled\"") != std::string::npos);
+  const std::vector<SampleRecord> records = index_of(o.destination);
+  REQUIRE(records.size() == 14);
+  // In shuffle_rank order, positions counted in it; the classes not one after the other.
+  std::vector<std::string> labels;
+  for (size_t i = 0; i < records.size(); ++i) {
+    CHECK(records[i].ordinal == i);
+    labels.push_back(records[i].label);
+    if (i > 0) CHECK(shuffle_rank(records[i - 1].key, 7) <= shuffle_rank(records[i].key, 7));
+  }
+  CHECK_FALSE(std::is_sorted(labels.begin(), labels.end()));
+  CHECK(verify(o.destination).ok == 14);
+  // A rerun keeps every shard and writes nothing; another seed is another order.
+  const std::string manifest = slurp(o.destination / kManifestName);
+  CHECK(convert_dataset(o).converted == 0);
+  CHECK(slurp(o.destination / kManifestName) == manifest);
+  ConvertOptions other = o;
+  other.destination = root / "seed8";
+  other.seed = 8;
+  convert_dataset(other);
+  std::vector<std::string> keys7, keys8;
+  for (const auto& rec : records) keys7.push_back(rec.key);
+  for (const auto& rec : index_of(other.destination)) keys8.push_back(rec.key);
+  CHECK(keys7 != keys8);
+  // The same samples as without --shuffle, in another order, with the same formats.
+  ConvertOptions plain = o;
+  plain.shuffle = false;
+  plain.destination = root / "plain";
+  convert_dataset(plain);
+  std::map<std::string, std::string> format_of;
+  for (const auto& rec : index_of(plain.destination)) format_of[rec.key] = rec.format;
+  for (const auto& rec : records) CHECK(format_of.at(rec.key) == rec.format);
+
+  // Parts shuffled alike merge into the unsharded dataset; a part in source order is refused.
+  MergeOptions m;
+  m.output = root / "merged";
+  m.tool = "dlprep test";
+  for (uint32_t k = 0; k < 3; ++k) {
+    ConvertOptions part = o;
+    part.destination = root / ("part" + std::to_string(k));
+    part.shard_index = k;
+    part.shard_count = 3;
+    convert_dataset(part);
+    m.inputs.push_back(part.destination);
+  }
+  CHECK(merge_datasets(m).manifest.shuffled);
+  CHECK(records_without_location(root / "merged" / kIndexName) ==
+        records_without_location(o.destination / kIndexName));
+  ConvertOptions unshuffled = o;
+  unshuffled.shuffle = false;
+  unshuffled.destination = root / "unshuffled";
+  unshuffled.shard_index = 2;
+  unshuffled.shard_count = 3;
+  convert_dataset(unshuffled);
+  m.inputs.back() = unshuffled.destination;
+  m.output = root / "merged2";
+  CHECK_THROWS_WITH_AS(merge_datasets(m), doctest::Contains("order: shuffled vs source"), Error);
 }
 
 TEST_CASE("a hostile tar index is corrupt data naming its line, never a crash") {

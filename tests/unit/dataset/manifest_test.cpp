@@ -221,3 +221,22 @@ TEST_CASE("the tar layout's shard size, shard count and labels round-trip") {
   unknown.replace(unknown.find("\"layout\": \"tar\""), 15, "\"layout\": \"zip\"");
   CHECK_THROWS_AS(manifest_from_json(unknown), Error);
 }
+
+TEST_CASE("the --shuffle order round-trips; the source order is not written; another is refused") {
+  Manifest m;
+  m.source_kind = "directory";
+  m.source_path = "src";
+  m.targets = {{"png", "png", 1.0}};
+  CHECK(manifest_to_json(m).find("\"order\"") == std::string::npos);
+  CHECK_FALSE(manifest_from_json(manifest_to_json(m)).shuffled);
+  m.shuffled = true;
+  std::string text = manifest_to_json(m);
+  CHECK(manifest_from_json(text).shuffled);
+  text.replace(text.find("\"shuffled\""), 10, "\"sorted\"");
+  try {
+    manifest_from_json(text);
+    FAIL("an unknown order was read");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::unsupported);
+  }
+}

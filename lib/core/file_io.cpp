@@ -688,18 +688,24 @@ TempDirectory::~TempDirectory() {
 
 OutputDirectory::OutputDirectory(const fs::path& dir) {
   std::error_code ec;
-  fs::path top;  // the outermost missing directory of `dir`
+  std::vector<fs::path> missing;  // innermost first
   for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
-    top = p;
+    missing.push_back(p);
     if (p == p.parent_path()) break;
   }
   std::lock_guard lock(g_pending_mutex);  // registered before anything can be written into it
+  // Made here by mkdir, outermost first: a folder another process made in between (EEXIST) is
+  // not this run's to remove.
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0) {
+      if (created_.empty()) created_ = *it;
+    } else if (errno != EEXIST) {
+      break;  // create_directories below says why
+    }
+  }
   fs::create_directories(dir, ec);
   if (ec) throw Error(Errc::io, dir.string() + ": cannot create: " + ec.message());
-  if (!top.empty()) {
-    created_ = top;
-    g_output_dirs.push_back(created_);
-  }
+  if (!created_.empty()) g_output_dirs.push_back(created_);
 }
 
 OutputDirectory::~OutputDirectory() {

@@ -114,10 +114,11 @@ class Engine {
   explicit Engine(const ConvertOptions& options)
       : o_(options), threads_(std::max(1u, options.threads)) {}
   ConvertResult run();
-  /// After a failure: a DST this run created goes again while it holds no file.
+  /// After a failure: a DST this run created goes again while it holds no file. Only while
+  /// this run holds its lock: a run that lost the race for it must not remove the winner's.
   void discard_empty_destination() noexcept {
+    if (out_dir_ && lock_) out_dir_->discard_if_empty();
     lock_.reset();
-    if (out_dir_) out_dir_->discard_if_empty();
   }
 
  private:

@@ -212,7 +212,8 @@ PreprocessStats Run::run() {
   try {
     return execute();
   } catch (...) {
-    if (out_dir_) out_dir_->discard_if_empty();
+    // Only while this run holds OUTDIR's lock: the run that holds it may be writing there.
+    if (out_dir_ && out_lock_) out_dir_->discard_if_empty();
     throw;
   }
 }

@@ -170,21 +170,37 @@ void unregister_pending(const std::string& path) {
 
 namespace {
 
-/// Follows the chain of links from `p` until a path that is no link, or one where `stop` says so.
+/// `p` with the folders on its way resolved as the kernel resolves them (links, "..", "//"): the
+/// last name is kept, itself perhaps a link. `p` as it is where its folder cannot be resolved.
+fs::path resolve_folders(const fs::path& p) {
+  const fs::path name = p.filename();
+  std::error_code ec;
+  if (name.empty() || name == "." || name == "..") {
+    const fs::path dir = fs::canonical(p, ec);
+    return ec ? p.lexically_normal() : dir;
+  }
+  const fs::path dir = fs::canonical(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec);
+  return ec ? p.lexically_normal() : dir / name;
+}
+
+/// Follows the chain of links from `p` until a path that is no link, or one where `stop` says so
+/// (of the path as it is written or with its folders resolved: /dev/fd//1, fds/1 with fds a link
+/// to /proc/self/fd).
 template <class Stop>
 fs::path follow_links(const fs::path& p, const Stop& stop) {
   fs::path at = p;
-  for (int hops = 0; hops < 40 && !stop(at.string()); ++hops) {  // the kernel's limit
+  for (int hops = 0; hops < 40; ++hops) {  // the kernel's limit
+    if (stop(at.string())) return at;
+    const fs::path resolved = resolve_folders(at);
+    if (stop(resolved.string())) return resolved;
     struct stat st {};
     std::error_code ec;
     if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
     const fs::path to = fs::read_symlink(at, ec);
     if (ec) return at;
-    // A relative target is taken from the link's folder as the kernel finds it: through a linked
-    // folder, "../x" is not where the path's text says.
-    fs::path from = at.parent_path().empty() ? fs::path(".") : at.parent_path();
-    if (!to.is_absolute()) from = fs::canonical(from, ec);
-    at = (to.is_absolute() ? to : ec ? at.parent_path() / to : from / to).lexically_normal();
+    // A relative target is taken from the link's folder as the kernel finds it, and so are the
+    // folders on the target's way: through a linked folder, "../x" is not where the text says.
+    at = resolve_folders(to.is_absolute() ? to : resolved.parent_path() / to);
   }
   return at;
 }
@@ -198,20 +214,21 @@ bool names_open_file(const std::string& name) {
 
 std::atomic<unsigned> g_closed_standard_streams{0};  // bit fd: closed when the process started
 
-// Whether `name` (one that names_open_file accepts) is a standard stream that was closed.
+// Whether `name` (one that names_open_file accepts) is a standard stream that was closed: by its
+// folders resolved, /dev/stdout or /dev/stderr, or a descriptor in this process's (or this
+// thread's) /proc fd folder, however the path spells it (/dev/fd/./1, /proc/self/fd//1).
 bool names_closed_standard_stream(const std::string& name) {
+  if (g_closed_standard_streams.load() == 0) return false;
+  const fs::path resolved = resolve_folders(name);
   int fd = -1;
-  if (name == "/dev/stdout") fd = 1;
-  if (name == "/dev/stderr") fd = 2;
-  const size_t at = name.rfind("/fd/");
-  if (fd < 0 && at != std::string::npos) {
-    const std::string owner = name.substr(0, at);  // /dev, /proc/self, /proc/PID
-    if (owner == "/dev" || owner == "/proc/self" || owner == "/proc/thread-self" ||
-        owner == "/proc/" + std::to_string(::getpid())) {
-      const char* digits = name.c_str() + at + 4;
-      auto [end, ec] = std::from_chars(digits, name.c_str() + name.size(), fd);
-      if (ec != std::errc() || *end != '\0') fd = -1;
-    }
+  if (resolved == "/dev/stdout") fd = 1;
+  if (resolved == "/dev/stderr") fd = 2;
+  std::error_code ec;
+  if (fd < 0 && (fs::equivalent(resolved.parent_path(), "/proc/self/fd", ec) ||
+                 fs::equivalent(resolved.parent_path(), "/proc/thread-self/fd", ec))) {
+    const std::string digits = resolved.filename().string();
+    auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
+    if (err != std::errc() || end != digits.data() + digits.size()) fd = -1;
   }
   return fd >= 0 && fd <= 2 && (g_closed_standard_streams.load() >> fd & 1u) != 0;
 }

@@ -42,3 +42,12 @@ code=0
 dlprep -q l3 encode a.ppm -o - >&- 2>err-closed.txt || code=$?
 [ "$code" = 1 ] || fail "closed stdout exited $code"
 [ "$(grep -c 'error' err-closed.txt)" = 1 ] || fail "$(cat err-closed.txt)"
+# The same for every path that names the closed stdout, however it is spelt: never written into
+# the /dev/null that holds its descriptor, exit 0.
+ln -s /proc/self/fd fds
+for out in /dev/stdout /dev/fd/1 /proc/self/fd/1 /dev/fd//1 /dev/fd/./1 /dev/fd/../fd/1 fds/1; do
+  code=0
+  dlprep -q l3 encode a.ppm -o "$out" -f >&- 2>err-closed.txt || code=$?
+  [ "$code" = 1 ] && grep -q "$out: cannot open: Bad file descriptor" err-closed.txt ||
+    fail "-o $out with stdout closed: exit $code, $(cat err-closed.txt)"
+done

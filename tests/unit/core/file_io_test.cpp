@@ -456,6 +456,28 @@ TEST_CASE("a chain of links that ends at an open pipe is written into the pipe")
   CHECK(fs::is_symlink(dir / "first"));
 }
 
+TEST_CASE("a link whose target goes up from a linked folder replaces the file the kernel finds") {
+  const fs::path dir = fs::canonical(scratch("link-dotdot"));
+  fs::create_directories(dir / "real" / "sub");
+  fs::create_directories(dir / "a");
+  fs::create_directory_symlink(dir / "real" / "sub", dir / "a" / "sub");
+  const Bytes unrelated{'u'};
+  for (const char* name : {"x", "y"}) write_file_atomic(dir / "a" / name, unrelated);
+  // a/o -> sub/../x and b/o -> DIR/a/sub/../y: the kernel goes up from real/sub, to real/.
+  fs::create_symlink("sub/../x", dir / "a" / "o");
+  fs::create_directories(dir / "b");
+  fs::create_symlink(dir / "a" / "sub" / ".." / "y", dir / "b" / "o");
+  const Bytes out{'o', 'u', 't'};
+  write_file_atomic(dir / "a" / "o", out);
+  write_file_atomic(dir / "b" / "o", out);
+  CHECK(read_file(dir / "real" / "x") == out);
+  CHECK(read_file(dir / "real" / "y") == out);
+  CHECK(read_file(dir / "a" / "x") == unrelated);
+  CHECK(read_file(dir / "a" / "y") == unrelated);
+  CHECK(fs::is_symlink(dir / "a" / "o"));
+  CHECK(fs::is_symlink(dir / "b" / "o"));
+}
+
 TEST_CASE("a link into /dev/shm is followed and its file replaced, not appended to") {
   if (!fs::is_directory("/dev/shm")) {
     MESSAGE("skipped: no /dev/shm");

@@ -115,14 +115,21 @@ std::string out_of_memory_message() {
          "thread's malloc arena), not only memory in use";
 }
 
-void print_error(std::string_view command, std::string_view message) {
-  if (broken_pipe()) return;  // the write errors that follow: the run ends as SIGPIPE's
+namespace {
+// print_error's line, also after a broken pipe.
+void write_error_line(std::string_view command, std::string_view message) {
   std::string line = "dlprep: error: ";
   if (!command.empty()) line.append(command).append(": ");
   line.append(message).append("\n");
   std::lock_guard lock(g_stderr_mutex);
   clear_progress_locked();
   write_stderr(line);
+}
+}  // namespace
+
+void print_error(std::string_view command, std::string_view message) {
+  if (broken_pipe()) return;  // the write errors that follow: the run ends as SIGPIPE's
+  write_error_line(command, message);
 }
 
 // What a dataset command (convert-dataset, the most) holds while its threads work, opened once
@@ -585,7 +592,8 @@ void report_interrupt(int sig, int code) {
     // the middle of one (the lock is kept: nothing more is written before the exit).
     std::cout.flush();
   }
-  print_error(command, what);
+  // Even when the document above met a reader that went away: the run stops for this reason.
+  write_error_line(command, what);
 }
 }  // namespace
 

@@ -15,3 +15,12 @@ dlprep convert-dataset src ds --to png:1 2>err.txt
 grep -q '120 samples in ds' err.txt || fail "rerun: $(cat err.txt)"
 grep -q ' up to date' err.txt || fail "rerun: $(cat err.txt)"
 dlprep -q dataset verify ds
+
+# With --json and the reader of standard output gone (a consumer that stopped), the document
+# that the interrupt writes meets a broken pipe; the reason still goes to standard error.
+dlprep --json -q -j1 convert-dataset src ds2 --to png:1 > >(true) 2>err2.txt &
+interrupt_when $! '[ "$(ls ds2/data/a 2>/dev/null | wc -l)" -ge 2 ]'
+[ "$code" = 130 ] || fail "--json, stdout gone: exit $code"
+grep -qx 'dlprep: error: convert-dataset: interrupted by SIGINT' err2.txt ||
+  fail "--json, stdout gone: the reason is missing: [$(cat err2.txt)]"
+no_temp_files ds2

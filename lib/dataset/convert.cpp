@@ -150,7 +150,8 @@ class Engine {
   std::optional<OutputDirectory> out_dir_;  // the destination, removed by a failure before a file
   std::optional<DirectoryLock> lock_;       // on the destination
   std::unique_ptr<MixAssigner> assigner_;
-  std::optional<std::vector<SourceEntry>> shuffled_;  // --shuffle's order
+  // --shuffle's order: each entry with its shuffle_rank, sorted.
+  std::optional<std::vector<std::pair<uint64_t, SourceEntry>>> shuffled_;
   std::optional<Manifest> old_manifest_;
   Manifest manifest_;
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
@@ -200,11 +201,11 @@ void Engine::for_each_batch(const SampleSource& source, Fn&& fn, Wanted&& wanted
 void Engine::for_each_entry(const SampleSource& source,
                             const std::function<void(SourceEntry&&)>& fn) const {
   if (!shuffled_) return source.for_each(fn);
-  for (const SourceEntry& e : *shuffled_) fn(SourceEntry(e));
+  for (const auto& [rank, e] : *shuffled_) fn(SourceEntry(e));
 }
 
 void Engine::list_shuffled(const SampleSource& source) {
-  std::vector<std::pair<uint64_t, SourceEntry>> ranked;
+  auto& ranked = shuffled_.emplace();
   source.for_each([&](SourceEntry&& e) {
     const uint64_t rank = shuffle_rank(e.key, o_.seed);
     ranked.emplace_back(rank, std::move(e));
@@ -212,9 +213,6 @@ void Engine::list_shuffled(const SampleSource& source) {
   std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
   });
-  shuffled_.emplace();
-  shuffled_->reserve(ranked.size());
-  for (auto& [rank, e] : ranked) shuffled_->push_back(std::move(e));
 }
 
 void Engine::prepare_destination() {

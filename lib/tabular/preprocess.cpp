@@ -377,6 +377,14 @@ PreprocessStats Run::execute() {
   } else if (!stats_.single_pass && pass2_runs) {
     pass2();
   }
+  // --vocab-from: FILE, complete, goes into state.json where no checkpoint after it did (pass 2
+  // found every day done, or --output-format none runs none), so that a rerun keeps it.
+  if (o_.vocab_from && emit_unrecorded_ && !o_.discard_outputs) {
+    std::vector<size_t> days;
+    if (pass2_runs)
+      for (size_t d = 0; d < o_.inputs.size(); ++d) days.push_back(d);
+    save_state(pass2_fingerprint(), days);
+  }
   for (const auto& d : stats_.days) {
     stats_.rows += d.rows;
     stats_.bad_rows += d.bad_rows;

@@ -213,7 +213,10 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
              {"days", days}};
   // FILE once complete, for a --vocab-from rerun to keep (a run with its own vocabulary finds
   // it in the vocabulary's checkpoint).
-  if (o_.emit_binary && !emit_) st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
+  if (o_.emit_binary && !emit_) {
+    st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
+    emit_unrecorded_ = false;
+  }
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -376,6 +379,7 @@ void Run::commit_emit() {
   PhaseTimer t(write_seconds_);
   emit_->commit();
   emit_.reset();  // a checkpoint from now on records FILE itself
+  emit_unrecorded_ = true;
 }
 
 json Run::emit_record() const {

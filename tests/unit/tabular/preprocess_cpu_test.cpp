@@ -579,7 +579,29 @@ TEST_CASE("a vocab_from rerun leaves --emit-binary's FILE as it is while it is c
     o.inputs = {kSamples / "deepctr_200.tsv"};
     preprocess(o);
     CHECK(slurp(*o.emit_binary) != rows);
+    // --emit-binary added to an OUTDIR whose days are all done: written once, then kept (no
+    // checkpoint after FILE but the one that records it).
+    PreprocessOptions added = o;
+    added.out_dir = dir / (name + "_added");
+    added.emit_binary.reset();
+    preprocess(added);
+    added.emit_binary = dir / (name + "_added.bin");
+    preprocess(added);
+    const auto added_written = fs::last_write_time(*added.emit_binary);
+    preprocess(added);
+    CHECK(fs::last_write_time(*added.emit_binary) == added_written);
   }
+  // Without outputs (--output-format none) there is no pass 2 to checkpoint: FILE is kept too.
+  PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "none");
+  none.modulus = {};
+  none.vocab_from = dir / "train";
+  none.resume = true;
+  none.output_format = OutputFormat::none;
+  none.emit_binary = dir / "none.bin";
+  preprocess(none);
+  const auto none_written = fs::last_write_time(*none.emit_binary);
+  preprocess(none);
+  CHECK(fs::last_write_time(*none.emit_binary) == none_written);
 }
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {

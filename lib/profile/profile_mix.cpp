@@ -71,8 +71,8 @@ double parse_bandwidth(std::string_view text) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end == s.data()) throw bad();
   s.remove_prefix(static_cast<size_t>(end - s.data()));
-  const bool unit_given = !s.empty();
   if (s.ends_with("/s")) s.remove_suffix(2);
+  const bool unit_given = !s.empty();  // "500/s" is bytes/s without a unit too
   if (s.ends_with("B")) s.remove_suffix(1);
   double scale = 1;
   if (!s.empty()) {

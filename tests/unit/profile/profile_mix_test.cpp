@@ -27,6 +27,7 @@ TEST_CASE("bandwidths parse with decimal and binary units") {
   CHECK(parse_bandwidth("100kB/s") == 100e3);
   CHECK(parse_bandwidth("500B/s") == 500);
   CHECK_THROWS_WITH_AS(parse_bandwidth("500"), doctest::Contains("unit missing"), Error);
+  CHECK_THROWS_WITH_AS(parse_bandwidth("500/s"), doctest::Contains("unit missing"), Error);
   CHECK(parse_bandwidth("1000000") == 1e6);
 }
 

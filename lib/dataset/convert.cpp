@@ -209,8 +209,11 @@ void Engine::list_shuffled(const SampleSource& source) {
   source.for_each([&](SourceEntry&& e) {
     const uint64_t rank = shuffle_rank(e.key, o_.seed);
     ranked.emplace_back(rank, std::move(e));
+    // The walk of a large tree takes a while before the scan's own progress starts.
+    if (o_.progress && ranked.size() % 4096 == 0) o_.progress({"listing", ranked.size(), 0, ""});
   });
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+  // Ties by key; samples of one key (duplicates, which fail) in the order the walk found them.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first < b.first : a.second.key < b.second.key;
   });
 }

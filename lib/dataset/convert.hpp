@@ -46,7 +46,9 @@ struct ConvertOptions {
   image::Transform transform;
   unsigned threads = 1;       ///< samples converted in parallel
   std::string tool;           ///< recorded in dataset.json, e.g. "dlprep 0.1.0"
-  /// While the source is walked: what "scanning", done = the samples found so far, total 0. Then
+  /// With shuffle, first while the source is listed: what "listing", done = the entries listed
+  /// so far (files not yet sniffed), total 0. While the source is walked: what "scanning", done =
+  /// the samples found so far, total 0. Then
   /// once with what "convert-dataset" and done 0 as the conversion starts (from the calling
   /// thread, before any worker's), and after each sample (item = the key).
   ProgressCallback progress;

@@ -207,7 +207,9 @@ fs::path follow_links(const fs::path& p, const Stop& stop) {
 
 /// An open file of this process (/dev/stdout, /dev/fd/N, /proc/*/fd/N), not a link to follow.
 bool names_open_file(const std::string& name) {
-  if (name == "/dev/stdout" || name == "/dev/stderr" || name.starts_with("/dev/fd/")) return true;
+  if (name == "/dev/stdin" || name == "/dev/stdout" || name == "/dev/stderr" ||
+      name.starts_with("/dev/fd/"))
+    return true;
   const size_t slash = name.starts_with("/proc/") ? name.find('/', 6) : std::string::npos;
   return slash != std::string::npos && name.compare(slash, 4, "/fd/") == 0;
 }
@@ -221,6 +223,7 @@ bool names_closed_standard_stream(const std::string& name) {
   if (g_closed_standard_streams.load() == 0) return false;
   const fs::path resolved = resolve_folders(name);
   int fd = -1;
+  if (resolved == "/dev/stdin") fd = 0;
   if (resolved == "/dev/stdout") fd = 1;
   if (resolved == "/dev/stderr") fd = 2;
   std::error_code ec;
@@ -231,6 +234,20 @@ bool names_closed_standard_stream(const std::string& name) {
     if (err != std::errc() || end != digits.data() + digits.size()) fd = -1;
   }
   return fd >= 0 && fd <= 2 && (g_closed_standard_streams.load() >> fd & 1u) != 0;
+}
+
+/// Opens `path` to read it, "-" for standard input. A standard stream closed when the process
+/// started holds /dev/null (main.cpp), which would read as an empty file: it is refused.
+int open_to_read(const fs::path& path) {
+  const bool closed =
+      g_closed_standard_streams.load() != 0 &&
+      (path == "-" ? (g_closed_standard_streams.load() & 1u) != 0
+                   : names_closed_standard_stream(follow_links(path, names_open_file).string()));
+  if (closed) {
+    errno = EBADF;
+    return -1;
+  }
+  return path == "-" ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
 }  // namespace
@@ -244,14 +261,14 @@ fs::path link_destination(const fs::path& p) {
 }
 
 MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
+  int fd = open_to_read(path);
+  if (fd < 0) throw io_error(path == "-" ? "<stdin>" : path, "cannot open", errno);
   if (path == "-") {
     owned_ = read_fd(STDIN_FILENO, "<stdin>", check_head);
     data_ = owned_.data();
     size_ = owned_.size();
     return;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw io_error(path, "cannot open", errno);
   struct stat st{};
   if (::fstat(fd, &st) != 0) {
     int e = errno;
@@ -292,12 +309,12 @@ MappedFile::~MappedFile() {
 }
 
 void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_head) {
+  const int fd = open_to_read(path);
+  if (fd < 0) throw io_error(path == "-" ? "<stdin>" : path, "cannot open", errno);
   if (path == "-") {
     out = read_fd(STDIN_FILENO, "<stdin>", check_head);
     return;
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw io_error(path, "cannot open", errno);
   try {
     struct stat st{};
     if (::fstat(fd, &st) != 0) throw io_error(path, "cannot stat", errno);
@@ -535,6 +552,10 @@ void AtomicFile::diverge() {
   existing_.reset();
 }
 
+namespace {
+constexpr uint64_t kWritebackStep = 8u << 20;
+}  // namespace
+
 void AtomicFile::write(ByteSpan bytes) {
   if (bytes.empty()) return;  // (memcmp and write take no null pointer, even for 0 bytes)
   if (existing_) {
@@ -545,6 +566,13 @@ void AtomicFile::write(ByteSpan bytes) {
     diverge();
   }
   write_all(fd_, bytes, target_);
+  unstarted_ += bytes.size();
+  if (unstarted_ >= kWritebackStep && !temp_.empty()) {
+    // Writeback starts while the rest is computed, not at a checkpoint's flush, which then waits
+    // only for the last step's bytes. Advice: a failure here leaves the pages to the kernel.
+    ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+    unstarted_ = 0;
+  }
 }
 
 void AtomicFile::write_at(uint64_t offset, ByteSpan bytes) {

@@ -87,7 +87,8 @@ class AtomicFile {
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
-  /// Appends bytes. Throws Error(io) (e.g. disk full) naming the target.
+  /// Appends bytes, starting the writeback of every 8 MiB written (a later flush waits less).
+  /// Throws Error(io) (e.g. disk full) naming the target.
   void write(ByteSpan bytes);
   /// Overwrites bytes already written, at `offset` (a header whose counts are known only at the
   /// end). Throws Error(io), also for a device or FIFO target.
@@ -123,6 +124,7 @@ class AtomicFile {
   std::unique_ptr<WindowedFile> existing_;  // Mode::defer: the target, until the first difference
   uint64_t matched_ = 0;                  // bytes written, equal to the start of existing_
   bool kept_ = false;                     // keep(): the temp file outlives the object
+  uint64_t unstarted_ = 0;                // bytes written since writeback was last started
 };
 
 /// The file a chain of symbolic links names (also one not there yet: what writing through the

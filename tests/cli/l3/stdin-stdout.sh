@@ -10,3 +10,12 @@ cmp a.ppm back.ppm || fail "stdin/stdout decode differs"
 cat a.ppm | dlprep -q l3 encode - -o from-pipe.l3
 cmp a.l3 from-pipe.l3 || fail "pipe input differs"
 dlprep -q l3 decode a.l3 -o - --to raw | cmp -s - <(tail -c 1800 a.ppm) || fail "raw to stdout differs"
+# Standard input closed (`<&-`): its place is held by /dev/null, which must not read as an empty
+# image; every spelling of standard input is refused as the closed stream it is.
+for in in - /dev/stdin /dev/fd/0 /proc/self/fd//0; do
+  code=0
+  dlprep -q l3 encode "$in" -o closed.l3 <&- 2>err-closed.txt || code=$?
+  [ "$code" = 1 ] && grep -q "cannot open: Bad file descriptor" err-closed.txt ||
+    fail "$in with stdin closed: exit $code, $(cat err-closed.txt)"
+  [ ! -e closed.l3 ] || fail "$in with stdin closed wrote closed.l3"
+done

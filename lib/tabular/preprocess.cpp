@@ -380,10 +380,13 @@ PreprocessStats Run::execute() {
   // --vocab-from: FILE, complete, goes into state.json where no checkpoint after it did (pass 2
   // found every day done, or --output-format none runs none), so that a rerun keeps it.
   if (o_.vocab_from && emit_unrecorded_ && !o_.discard_outputs) {
-    std::vector<size_t> days;
-    if (pass2_runs)
-      for (size_t d = 0; d < o_.inputs.size(); ++d) days.push_back(d);
-    save_state(pass2_fingerprint(), days);
+    if (pass2_runs) {
+      std::vector<size_t> days(o_.inputs.size());
+      for (size_t d = 0; d < days.size(); ++d) days[d] = d;
+      save_state(pass2_fingerprint(), days);
+    } else {
+      add_emit_to_state();
+    }
   }
   for (const auto& d : stats_.days) {
     stats_.rows += d.rows;

@@ -92,6 +92,9 @@ class Run {
   bool emit_complete_in_state() const;
   /// Renames FILE into place once every row is in it.
   void commit_emit();
+  /// With --output-format none: FILE, complete, added to state.json, whose days (an earlier
+  /// run's, in another format, still in OUTDIR) stay recorded.
+  void add_emit_to_state();
   void load_vocab_from(const fs::path& dir);
   void preload();
   /// The reader of day `day`: its preloaded memory, its decode cache (`cached`) or its file.

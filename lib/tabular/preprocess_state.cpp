@@ -382,6 +382,25 @@ void Run::commit_emit() {
   emit_unrecorded_ = true;
 }
 
+void Run::add_emit_to_state() {
+  const fs::path path = o_.out_dir / "state.json";
+  json st;
+  try {
+    if (fs::exists(path)) st = read_json_file(path);
+  } catch (const Error&) {  // unreadable: replaced by one that records FILE alone
+  } catch (const json::exception&) {
+  }
+  if (!st.is_object() || st.value("schema", json()) != "dlprep.criteo-state/1") {
+    save_state(pass2_fingerprint(), {});
+    return;
+  }
+  PhaseTimer t(write_seconds_);
+  flush_outputs({});
+  st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
+  emit_unrecorded_ = false;
+  write_json_file(path, st);
+}
+
 json Run::emit_record() const {
   if (!emit_) {
     std::error_code ec;

@@ -602,6 +602,20 @@ TEST_CASE("a vocab_from rerun leaves --emit-binary's FILE as it is while it is c
   const auto none_written = fs::last_write_time(*none.emit_binary);
   preprocess(none);
   CHECK(fs::last_write_time(*none.emit_binary) == none_written);
+  // Into an OUTDIR whose days a run with outputs wrote: they stay recorded, so that run's rerun
+  // still finds them up to date, and FILE is kept as well.
+  PreprocessOptions days = none;
+  days.out_dir = dir / "days";
+  days.output_format = PreprocessOptions().output_format;
+  days.emit_binary.reset();
+  preprocess(days);
+  none.out_dir = days.out_dir;
+  none.emit_binary = dir / "days.bin";
+  preprocess(none);
+  const auto days_bin_written = fs::last_write_time(*none.emit_binary);
+  CHECK(preprocess(days).days[0].skipped);
+  preprocess(none);
+  CHECK(fs::last_write_time(*none.emit_binary) == days_bin_written);
 }
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {

@@ -13,8 +13,10 @@
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
 
-// The smallest tar of one sample: its header, one data block and the two end-of-archive blocks.
-constexpr uint64_t kMinShardBytes = 4 * 512;
+// The smallest shard size taken without a unit. A labelled sample alone takes 3 KiB of tar (two
+// headers, two data blocks, the end blocks) and a photo tens of KiB, so a bare number below this
+// is a unit left out ("1" for 1 GB?) rather than shards of one sample each; 10kB is taken as given.
+constexpr uint64_t kMinBareShardBytes = 64 * 1024;
 
 uint64_t parse_shard_size(std::string_view text) {
   auto bad = [&] {
@@ -43,13 +45,12 @@ uint64_t parse_shard_size(std::string_view text) {
                 "'" + std::string(text) + "' is not a whole number of bytes (a unit missing?)");
   double bytes = std::floor(value * found->scale);
   if (!(bytes >= 1)) throw bad();
-  // A bare number too small for any shard ("1" for 1 GB?): a tar holding one sample takes at
-  // least its header, a data block and the end-of-archive blocks.
   const bool unit_given = end != text.data() + text.size();
-  if (!unit_given && bytes < kMinShardBytes)
+  if (!unit_given && bytes < kMinBareShardBytes)
     throw Error(Errc::invalid_argument,
-                "'" + std::string(text) + "' bytes cannot hold one sample (a tar takes at least " +
-                    std::to_string(kMinShardBytes) + "); a unit missing? (e.g. 1GiB, 500MB)");
+                "'" + std::string(text) + "' bytes is too small a shard (a number without a " +
+                    "unit must be at least " + std::to_string(kMinBareShardBytes) +
+                    "): a unit missing? (e.g. 1GiB, 500MB; a small size takes its unit: 10kB)");
   // Shards are read by mapping them whole (a rerun, verify, a dataset as source).
   if (bytes > static_cast<double>(limits::kMaxFileBytes))
     throw Error(Errc::invalid_argument,

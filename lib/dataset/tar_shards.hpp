@@ -22,7 +22,7 @@ namespace dlprep::dataset {
 /// Parses --shards SIZE: bytes, or a number with a decimal (kB, MB, GB, TB; K, M, G, T) or binary
 /// (KiB, MiB, GiB, TiB) unit, e.g. "1GiB", "500MB", "1.5G", "65536". Throws
 /// Error(invalid_argument) for 0, a negative or malformed size, a number of bytes without a unit
-/// too small for one sample (under 2048: "1" is 1 GiB with its unit left out), or one above
+/// under 65536 ("1" is 1 GiB with its unit left out; a small size takes a unit: 10kB), or one above
 /// 16 GiB (limits::kMaxFileBytes: shards are mapped whole when read).
 uint64_t parse_shard_size(std::string_view text);
 

@@ -72,8 +72,10 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   CHECK_THROWS_AS(parse_shard_size("1.5"), Error);  // bytes: a unit left out, not 1 byte
   // Too few bytes for any shard, a unit left out too; with a unit it is taken as meant.
   CHECK_THROWS_WITH_AS(parse_shard_size("1.0"), doctest::Contains("unit missing"), Error);
-  CHECK_THROWS_AS(parse_shard_size("2047"), Error);
-  CHECK(parse_shard_size("2048") == 2048);
+  // 2048 bytes hold one unlabelled tiny sample, and a labelled one takes 3072: shards of one
+  // sample each, over their limit. A bare number under 64 KiB is taken for a unit left out.
+  CHECK_THROWS_WITH_AS(parse_shard_size("2048"), doctest::Contains("unit missing"), Error);
+  CHECK_THROWS_AS(parse_shard_size("65535"), Error);
   CHECK(parse_shard_size("1kB") == 1000);
   CHECK(parse_shard_size("2KiB") == 2048);
   CHECK(parse_shard_size("3kB") == 3000);

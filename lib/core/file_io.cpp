@@ -261,7 +261,7 @@ fs::path link_destination(const fs::path& p) {
 }
 
 MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
-  int fd = open_to_read(path);
+  const int fd = open_to_read(path);
   if (fd < 0) throw io_error(path == "-" ? "<stdin>" : path, "cannot open", errno);
   if (path == "-") {
     owned_ = read_fd(STDIN_FILENO, "<stdin>", check_head);

@@ -205,20 +205,24 @@ fs::path follow_links(const fs::path& p, const Stop& stop) {
   return at;
 }
 
-/// An open file of this process (/dev/stdout, /dev/fd/N, /proc/*/fd/N), not a link to follow.
+/// An open file of this process (/dev/stdout, /dev/fd/N, /proc/*/fd/N, /proc/*/task/*/fd/N), not
+/// a link to follow.
 bool names_open_file(const std::string& name) {
   if (name == "/dev/stdin" || name == "/dev/stdout" || name == "/dev/stderr" ||
       name.starts_with("/dev/fd/"))
     return true;
-  const size_t slash = name.starts_with("/proc/") ? name.find('/', 6) : std::string::npos;
+  size_t slash = name.starts_with("/proc/") ? name.find('/', 6) : std::string::npos;
+  if (slash != std::string::npos && name.compare(slash, 6, "/task/") == 0)
+    slash = name.find('/', slash + 6);  // a thread's folder: /proc/PID/task/TID
   return slash != std::string::npos && name.compare(slash, 4, "/fd/") == 0;
 }
 
 std::atomic<unsigned> g_closed_standard_streams{0};  // bit fd: closed when the process started
 
 // Whether `name` (one that names_open_file accepts) is a standard stream that was closed: by its
-// folders resolved, /dev/stdout or /dev/stderr, or a descriptor in this process's (or this
-// thread's) /proc fd folder, however the path spells it (/dev/fd/./1, /proc/self/fd//1).
+// folders resolved, /dev/stdout or /dev/stderr, or a descriptor in the /proc fd folder of this
+// process or of one of its threads (which share its descriptors), however the path spells it
+// (/dev/fd/./1, /proc/self/fd//1, /proc/PID/task/TID/fd/1).
 bool names_closed_standard_stream(const std::string& name) {
   if (g_closed_standard_streams.load() == 0) return false;
   const fs::path resolved = resolve_folders(name);
@@ -226,9 +230,12 @@ bool names_closed_standard_stream(const std::string& name) {
   if (resolved == "/dev/stdin") fd = 0;
   if (resolved == "/dev/stdout") fd = 1;
   if (resolved == "/dev/stderr") fd = 2;
+  const fs::path folder = resolved.parent_path();
   std::error_code ec;
-  if (fd < 0 && (fs::equivalent(resolved.parent_path(), "/proc/self/fd", ec) ||
-                 fs::equivalent(resolved.parent_path(), "/proc/thread-self/fd", ec))) {
+  if (fd < 0 && (fs::equivalent(folder, "/proc/self/fd", ec) ||
+                 fs::equivalent(folder, "/proc/thread-self/fd", ec) ||
+                 (folder.filename() == "fd" &&
+                  fs::equivalent(folder.parent_path().parent_path(), "/proc/self/task", ec)))) {
     const std::string digits = resolved.filename().string();
     auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
     if (err != std::errc() || end != digits.data() + digits.size()) fd = -1;

@@ -47,10 +47,11 @@ uint64_t parse_shard_size(std::string_view text) {
   if (!(bytes >= 1)) throw bad();
   const bool unit_given = end != text.data() + text.size();
   if (!unit_given && bytes < kMinBareShardBytes)
-    throw Error(Errc::invalid_argument,
-                "'" + std::string(text) + "' bytes is too small a shard (a number without a " +
-                    "unit must be at least " + std::to_string(kMinBareShardBytes) +
-                    "): a unit missing? (e.g. 1GiB, 500MB; a small size takes its unit: 10kB)");
+    throw Error(
+        Errc::invalid_argument,
+        "'" + std::string(text) + "' bytes is too small a shard (a number without a " +
+            "unit must be at least " + std::to_string(kMinBareShardBytes) +
+            "): a unit missing? (e.g. 1GiB, 500MB; a small size takes its unit: 10kB, 4096B)");
   // Shards are read by mapping them whole (a rerun, verify, a dataset as source).
   if (bytes > static_cast<double>(limits::kMaxFileBytes))
     throw Error(Errc::invalid_argument,

@@ -322,11 +322,19 @@ PreprocessStats Run::execute() {
   }
   auto t1 = Clock::now();
   if (o_.vocab_from) {
-    if (o_.emit_binary && !emit_complete_in_state()) open_emit(0);
+    const bool emit_complete = o_.emit_binary && emit_complete_in_state(!pass2_runs);
+    if (o_.emit_binary && !emit_complete) open_emit(0);
+    // Without arrays, FILE is all a run writes: complete, there is nothing to read.
+    const bool nothing_to_write = emit_complete && !pass2_runs;
     load_vocab_from(*o_.vocab_from);
     stats_.vocab_reused = true;
-    stats_.single_pass = single_pass_allowed();
-    if (stats_.single_pass) {
+    stats_.single_pass = !nothing_to_write && single_pass_allowed();
+    if (nothing_to_write) {
+      for (auto& d : stats_.days) {
+        done_bytes_ += d.input_bytes;
+        d.skipped = true;
+      }
+    } else if (stats_.single_pass) {
       use_cache_ = keep_maps_ = false;  // nothing is read twice
       finalize_vocab();                 // the IDs are known before any row is read
       vocab_single_pass();

@@ -88,8 +88,9 @@ class Run {
   /// while it is written, FILE's identity once it is complete.
   json emit_record() const;
   /// With --vocab-from: whether state.json records FILE as a run on these inputs completed it,
-  /// so that a rerun leaves it as it is.
-  bool emit_complete_in_state() const;
+  /// so that a rerun leaves it as it is; with `restore_counts`, only if it records the days'
+  /// counts too, restored into stats_.days (a run that writes nothing else reads no input).
+  bool emit_complete_in_state(bool restore_counts);
   /// Renames FILE into place once every row is in it.
   void commit_emit();
   /// With --output-format none: FILE, complete, added to state.json, whose days (an earlier
@@ -147,7 +148,15 @@ class Run {
   /// Before a checkpoint: what it vouches for (the files of `days`, FILE of --emit-binary or its
   /// kept temp file) written to storage, so that a power loss cannot leave one naming lost bytes.
   void flush_outputs(const std::vector<size_t>& days) const;
-  /// state.json: the days complete under `fp2`, with every day's counts.
+  /// Every day's counts (rows, bad rows, input bytes), as state.json records them.
+  json day_counts() const;
+  /// OUTDIR/state.json, null where there is none or it cannot be read.
+  json read_state() const;
+  /// state.json's records of complete --emit-binary FILEs, by their absolute names: those of
+  /// `state` (an earlier one) whose FILE is still as recorded, and this run's once FILE is
+  /// complete. Several runs into one OUTDIR (one with arrays, others with none) keep theirs.
+  json emit_files(const json& state) const;
+  /// state.json: the days complete under `fp2`, with every day's counts, and emit_files().
   void save_state(const json& fp2, const std::vector<size_t>& days_done);
   /// The days state.json records as complete under `fp2` whose files are all there. With
   /// `restore_counts`, only those whose counts it records too, restored into stats_.days (a

@@ -84,11 +84,13 @@ void Run::remove_stale_outputs() {
   // OUTDIR/vocab is what --vocab-from OUTDIR applies to test days, so it must describe these
   // arrays. Reused, it gets this run's conventions (how its IDs and dense values were made: a
   // rerun may change --min-freq or the log); not this run's vocabulary (--no-vocab after pass 1
-  // ran, --vocab-from another), it goes.
+  // ran, --vocab-from another), it goes, unless this run writes no arrays (--output-format
+  // none): then OUTDIR's arrays, if any, are another run's, and so is the vocabulary.
   const fs::path vocab = o_.out_dir / "vocab";
   if (o_.vocab_from || (!o_.write_vocab && !stats_.vocab_reused)) {
-    for (const fs::path& f : remove_vocab_dir(vocab))
-      stats_.removed_outputs.push_back(f.lexically_relative(o_.out_dir));
+    if (o_.output_format != OutputFormat::none)
+      for (const fs::path& f : remove_vocab_dir(vocab))
+        stats_.removed_outputs.push_back(f.lexically_relative(o_.out_dir));
   } else if (stats_.vocab_reused && fs::exists(vocab / "vocab.json", ec)) {
     update_vocab_conventions(vocab, o_);
   }
@@ -198,10 +200,51 @@ void Run::flush_outputs(const std::vector<size_t>& days) const {
   flush_to_storage(files);
 }
 
-void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
+json Run::day_counts() const {
   json days = json::array();
   for (const auto& d : stats_.days)
     days.push_back({{"rows", d.rows}, {"bad_rows", d.bad_rows}, {"input_bytes", d.input_bytes}});
+  return days;
+}
+
+json Run::read_state() const {
+  const fs::path path = o_.out_dir / "state.json";
+  try {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) return json();
+    json st = read_json_file(path);
+    if (st.is_object() && st.value("schema", json()) == "dlprep.criteo-state/1") return st;
+  } catch (const Error&) {  // unreadable: as if there were none
+  } catch (const json::exception&) {
+  }
+  return json();
+}
+
+json Run::emit_files(const json& state) const {
+  const std::string own = o_.emit_binary ? absolute_name(*o_.emit_binary) : std::string();
+  json files = json::object();
+  const json recorded = state.is_object() ? state.value("emit_files", json()) : json();
+  if (recorded.is_object())
+    for (const auto& [name, entry] : recorded.items()) {
+      if (name == own) continue;  // this run's record is its own to write
+      try {
+        // Another run's, kept while its FILE is as that run left it (a gone or changed FILE is
+        // written again by that run anyway).
+        if (entry.at("record").at("file") == file_identity(name)) files[name] = entry;
+      } catch (const Error&) {
+      } catch (const json::exception&) {
+      }
+    }
+  if (o_.emit_binary && !emit_) {
+    const json record = emit_record();
+    if (!record.is_null())
+      files[own] = {{"pass1", pass1_fp_}, {"record", record}, {"days", day_counts()}};
+  }
+  return files;
+}
+
+void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
+  const json earlier = read_state();
   PhaseTimer t(write_seconds_);
   flush_outputs(days_done);
   json files = json::array();
@@ -210,13 +253,12 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
              {"pass2", fp2},
              {"days_done", days_done},
              {"day_files", files},
-             {"days", days}};
-  // FILE once complete, for a --vocab-from rerun to keep (a run with its own vocabulary finds
-  // it in the vocabulary's checkpoint).
-  if (o_.emit_binary && !emit_) {
-    st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
-    emit_unrecorded_ = false;
-  }
+             {"days", day_counts()}};
+  // The complete FILEs of --emit-binary, this run's and other runs' into OUTDIR, for a
+  // --vocab-from rerun to keep (a run with its own vocabulary finds its own FILE in the
+  // vocabulary's checkpoint).
+  if (json emitted = emit_files(earlier); !emitted.empty()) st["emit_files"] = std::move(emitted);
+  if (o_.emit_binary && !emit_) emit_unrecorded_ = false;
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -361,15 +403,29 @@ void Run::emit_rows(const void* rows, uint64_t count) {
   emit_bytes_ += count * kBinaryRowBytes;
 }
 
-bool Run::emit_complete_in_state() const {
-  const fs::path path = o_.out_dir / "state.json";
-  if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return false;
+bool Run::emit_complete_in_state(bool restore_counts) {
+  if (!o_.resume || o_.discard_outputs) return false;
   try {
-    const json emit = read_json_file(path).value("emit", json::object());
-    const json file = emit.value("record", json::object()).value("file", json());
-    return emit.value("pass1", json()) == pass1_fp_ && !file.is_null() &&
-           file == file_identity(*o_.emit_binary);
-  } catch (const Error&) {  // FILE gone, or a state file that cannot be read: written again
+    const json state = read_state();
+    if (state.is_null()) return false;
+    const json& entry = state.at("emit_files").at(absolute_name(*o_.emit_binary));
+    const json& file = entry.at("record").at("file");
+    if (entry.at("pass1") != pass1_fp_ || file != file_identity(*o_.emit_binary)) return false;
+    if (!restore_counts) return true;
+    const json& days = entry.at("days");
+    if (!days.is_array() || days.size() != stats_.days.size()) return false;
+    // Checked before get<>(), which would wrap a negative count.
+    for (const json& c : days)
+      for (const char* key : {"rows", "bad_rows", "input_bytes"})
+        if (!c.at(key).is_number_unsigned()) return false;
+    for (size_t d = 0; d < days.size(); ++d) {
+      DayStats& ds = stats_.days[d];
+      ds.rows = days[d]["rows"].get<uint64_t>();
+      ds.bad_rows = days[d]["bad_rows"].get<uint64_t>();
+      ds.input_bytes = days[d]["input_bytes"].get<uint64_t>();
+    }
+    return true;
+  } catch (const Error&) {  // FILE gone, or no record of it: written again
   } catch (const json::exception&) {
   }
   return false;
@@ -383,22 +439,16 @@ void Run::commit_emit() {
 }
 
 void Run::add_emit_to_state() {
-  const fs::path path = o_.out_dir / "state.json";
-  json st;
-  try {
-    if (fs::exists(path)) st = read_json_file(path);
-  } catch (const Error&) {  // unreadable: replaced by one that records FILE alone
-  } catch (const json::exception&) {
-  }
-  if (!st.is_object() || st.value("schema", json()) != "dlprep.criteo-state/1") {
-    save_state(pass2_fingerprint(), {});
+  json st = read_state();
+  if (st.is_null()) {
+    save_state(pass2_fingerprint(), {});  // none, or unreadable: one that records FILE alone
     return;
   }
   PhaseTimer t(write_seconds_);
   flush_outputs({});
-  st["emit"] = {{"pass1", pass1_fp_}, {"record", emit_record()}};
+  st["emit_files"] = emit_files(st);
   emit_unrecorded_ = false;
-  write_json_file(path, st);
+  write_json_file(o_.out_dir / "state.json", st);
 }
 
 json Run::emit_record() const {

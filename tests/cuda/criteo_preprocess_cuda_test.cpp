@@ -98,7 +98,8 @@ void compare_dirs(const std::string& name, const fs::path& cpu, const fs::path& 
       // its day files (size, mtime, inode).
       auto without_own_files = [](const std::string& text) {
         nlohmann::json j = nlohmann::json::parse(text);
-        for (const char* key : {"emit", "day_files", "single_pass_files"}) j.erase(key);
+        for (const char* key : {"emit", "emit_files", "day_files", "single_pass_files"})
+          j.erase(key);
         return j.dump();
       };
       x = without_own_files(x), y = without_own_files(y);

@@ -19,3 +19,10 @@ for in in - /dev/stdin /dev/fd/0 /proc/self/fd//0; do
     fail "$in with stdin closed: exit $code, $(cat err-closed.txt)"
   [ ! -e closed.l3 ] || fail "$in with stdin closed wrote closed.l3"
 done
+# Its thread's folder too, which only the process itself can name: exec keeps the shell's PID.
+code=0
+bash -c 'exec dlprep -q l3 encode /proc/$$/task/$$/fd/0 -o closed.l3' <&- 2>err-closed.txt ||
+  code=$?
+[ "$code" = 1 ] && grep -q "cannot open: Bad file descriptor" err-closed.txt ||
+  fail "/proc/PID/task/PID/fd/0 with stdin closed: exit $code, $(cat err-closed.txt)"
+[ ! -e closed.l3 ] || fail "/proc/PID/task/PID/fd/0 with stdin closed wrote closed.l3"

@@ -76,6 +76,9 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   // sample each, over their limit. A bare number under 64 KiB is taken for a unit left out.
   CHECK_THROWS_WITH_AS(parse_shard_size("2048"), doctest::Contains("unit missing"), Error);
   CHECK_THROWS_AS(parse_shard_size("65535"), Error);
+  // The message names the way to keep such a size: its unit, bytes included.
+  CHECK_THROWS_WITH_AS(parse_shard_size("4096"), doctest::Contains("4096B"), Error);
+  CHECK(parse_shard_size("4096B") == 4096);
   CHECK(parse_shard_size("1kB") == 1000);
   CHECK(parse_shard_size("2KiB") == 2048);
   CHECK(parse_shard_size("3kB") == 3000);

@@ -537,7 +537,13 @@ TEST_CASE("a vocab_from run reads its inputs once and writes what two passes wri
     CHECK(state2["day_files"].size() == state2["days_done"].size());
     for (json* state : {&state2, &state1}) {
       state->erase("day_files");
-      if (emit) (*state)["emit"]["record"].erase("file");
+      if (emit) {
+        // One record, under its run's own FILE.
+        REQUIRE((*state)["emit_files"].size() == 1);
+        json record = state->at("emit_files").begin().value();
+        record["record"].erase("file");
+        (*state)["emit_files"] = record;
+      }
     }
     CHECK(state2 == state1);
   }
@@ -616,6 +622,56 @@ TEST_CASE("a vocab_from rerun leaves --emit-binary's FILE as it is while it is c
   CHECK(preprocess(days).days[0].skipped);
   preprocess(none);
   CHECK(fs::last_write_time(*none.emit_binary) == days_bin_written);
+}
+
+TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocabulary") {
+  fs::path dir = scratch("shared_outdir_emit");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  // The arrays' run: its own vocabulary, or --vocab-from with a FILE of its own.
+  PreprocessOptions own = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+  own.resume = true;
+  PreprocessOptions from = own;
+  from.modulus = {};
+  from.vocab_from = dir / "train";
+  from.emit_binary = dir / "from.bin";
+  // A run that writes only its FILE into the same OUTDIR.
+  PreprocessOptions none = from;
+  none.output_format = OutputFormat::none;
+  none.emit_binary = dir / "none.bin";
+  for (PreprocessOptions* arrays : {&own, &from}) {
+    INFO("arrays with " << (arrays->vocab_from ? "--vocab-from" : "their own vocabulary"));
+    fs::remove_all(own.out_dir);
+    const PreprocessStats first = preprocess(*arrays);
+    preprocess(none);
+    const auto none_written = fs::last_write_time(*none.emit_binary);
+    const auto stats_written = fs::last_write_time(none.out_dir / "stats.json");
+    // The arrays' rerun writes nothing: their vocabulary, days and FILE are all still there.
+    CHECK(fs::exists(own.out_dir / "vocab" / "vocab.json") == !arrays->vocab_from);
+    const auto state_written = fs::last_write_time(own.out_dir / "state.json");
+    const PreprocessStats again = preprocess(*arrays);
+    CHECK(again.days[0].skipped);
+    CHECK(fs::last_write_time(own.out_dir / "state.json") == state_written);
+    // The FILE-only rerun reads nothing, writes nothing, and reports the counts of its run.
+    const PreprocessStats none_again = preprocess(none);
+    CHECK(none_again.days[0].skipped);
+    CHECK(none_again.days[0].rows == first.days[0].rows);
+    CHECK(fs::last_write_time(*none.emit_binary) == none_written);
+    CHECK(fs::last_write_time(none.out_dir / "stats.json") == stats_written);
+    // A rerun of the arrays that writes state.json anew (another --id-base) keeps the record.
+    PreprocessOptions changed = *arrays;
+    changed.id_base = 5;
+    CHECK_FALSE(preprocess(changed).days[0].skipped);
+    preprocess(none);
+    CHECK(fs::last_write_time(*none.emit_binary) == none_written);
+    // A record whose FILE changed since is dropped by the next state.json, and FILE written again.
+    fs::resize_file(*none.emit_binary, 64);
+    preprocess(*arrays);
+    CHECK(json::parse(slurp(own.out_dir / "state.json"))["emit_files"].size() ==
+          (arrays->emit_binary ? 1u : 0u));
+    CHECK_FALSE(preprocess(none).days[0].skipped);
+    CHECK(fs::file_size(*none.emit_binary) == 64 + 160 * first.days[0].rows);
+  }
 }
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {

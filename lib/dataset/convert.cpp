@@ -234,7 +234,19 @@ void Engine::prepare_destination() {
   remove_dead_temp_files(dst);
   remove_dead_temp_files(dst / kDataDir);
   if (is_dataset(dst)) {
-    old_manifest_ = read_manifest(dst);
+    try {
+      old_manifest_ = read_manifest(dst);
+    } catch (const Error& e) {
+      if (!is_damaged_manifest(dst)) throw;
+      if (!o_.force)
+        throw Error(e.code(), std::string(e.what()) +
+                                  " (damaged: a write cut short, or an edit?); --force converts "
+                                  "the dataset anew, replacing its data/");
+      // As after an interrupted run whose options are unknown: data/ goes whole (no layout is
+      // this one), and every sample is converted again.
+      old_manifest_.emplace();
+      old_manifest_->layout.clear();
+    }
   } else if (!fs::is_empty(dst, ec)) {
     throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a dlprep dataset (no " +
                                             kManifestName + "); refusing to write into it");

@@ -311,6 +311,19 @@ bool is_dataset(const fs::path& dir) {
   return fs::is_regular_file(dir / kManifestName, ec);
 }
 
+bool is_damaged_manifest(const fs::path& dir) {
+  Json j;
+  try {
+    const Bytes text = read_file(dir / kManifestName);
+    j = Json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::exception&) {
+    return true;
+  } catch (const Error&) {  // unreadable: not known to be ours
+    return false;
+  }
+  return j.is_object() && j.contains("schema") && j["schema"] == kDatasetSchema;
+}
+
 std::optional<int64_t> mtime_ns(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;

@@ -135,6 +135,10 @@ Manifest read_manifest(const std::filesystem::path& dataset_dir);
 void write_manifest(const std::filesystem::path& dataset_dir, const Manifest& manifest);
 /// True when DIR/dataset.json exists.
 bool is_dataset(const std::filesystem::path& dir);
+/// Whether DIR/dataset.json, which read_manifest rejects, is a damaged one of this dlprep's
+/// (not JSON at all, e.g. empty after a crash while it was written, or of this schema with bad
+/// fields) rather than another tool's file or a newer dlprep's.
+bool is_damaged_manifest(const std::filesystem::path& dir);
 /// A source path as a manifest records it, spelled the same whatever the trailing slash or "./"
 /// ("train/" and "train" are one source: a rerun spelt the other way changes nothing).
 std::string source_path_text(const std::string& path);

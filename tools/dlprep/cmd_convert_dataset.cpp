@@ -262,7 +262,8 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->transform(kDecimal)
       ->check(kNotNegative)
       ->each([o](const std::string&) { o->max_errors_given = true; });
-  cmd->add_flag("-f,--force", o->force, "convert every sample, even those up to date");
+  cmd->add_flag("-f,--force", o->force,
+                "convert every sample, even those up to date (also after a damaged dataset.json)");
   cmd->footer(
       "SRC is a directory tree whose first-level folders are the class labels (ImageFolder), a\n"
       "list file with one PATH or PATH<TAB>LABEL per line, or an existing dlprep dataset. Images\n"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+. "$CLI_TESTS/common.sh"
+
+# A dataset.json damaged (cut short by a crash while it was written, or edited) is refused with
+# the way on named; --force then makes the dataset anew, in either layout. Another tool's
+# dataset.json is never taken for a damaged one: --force leaves its folder alone.
+cp -r "$SAMPLE_DATA"/images src
+for layout in files tar; do
+  shards=()
+  [ $layout = tar ] && shards=(--shards 1MB)
+  dlprep -q convert-dataset src $layout --to l3 "${shards[@]}"
+  cp $layout/dataset.json good.json
+  for damage in '' '{"schema": "dlprep.dataset/1", "complete": tr' '{"schema": "dlprep.dataset/1"}'; do
+    printf '%s' "$damage" >$layout/dataset.json
+    expect_exit 1 dlprep -q convert-dataset src $layout --to l3 "${shards[@]}" 2>err.txt
+    grep -q "dataset.json: .*damaged.*--force converts the dataset anew" err.txt ||
+      fail "$layout, damage '$damage': $(cat err.txt)"
+    dlprep -q convert-dataset src $layout --to png "${shards[@]}" --force
+    dlprep -q dataset verify $layout
+    grep -q '"complete": true' $layout/dataset.json || fail "$layout: not complete after --force"
+    # Made anew: the png dataset alone, nothing of the l3 one left.
+    find $layout/data -name '*.l3' | grep -q . && fail "$layout: l3 files left after --force"
+    dlprep -q convert-dataset src $layout --to l3 "${shards[@]}"
+  done
+done
+mkdir other other/data
+echo '{"schema": "someone-else/2"}' >other/dataset.json
+echo keep >other/data/notes.txt
+expect_exit 1 dlprep -q convert-dataset src other --to l3 --force 2>err.txt
+grep -q 'is not a dlprep dataset' err.txt || fail "$(cat err.txt)"
+[ "$(cat other/data/notes.txt)" = keep ] || fail "another tool's folder was touched"

@@ -206,6 +206,9 @@ MergeResult merge_datasets(const MergeOptions& o) {
   try {
     if (is_dataset(o.output)) old = read_manifest(o.output);
   } catch (const Error&) {
+    // A damaged one of ours is merged over; another tool's file (or a newer dlprep's) is not
+    // this command's to replace.
+    if (!is_damaged_manifest(o.output)) throw;
   }
   Manifest merged = first;
   merged.tool = o.tool;

@@ -29,3 +29,13 @@ echo keep >other/data/notes.txt
 expect_exit 1 dlprep -q convert-dataset src other --to l3 --force 2>err.txt
 grep -q 'is not a dlprep dataset' err.txt || fail "$(cat err.txt)"
 [ "$(cat other/data/notes.txt)" = keep ] || fail "another tool's folder was touched"
+# dataset merge alike: over a damaged dataset.json of its own, never over another tool's.
+dlprep -q convert-dataset src p0 --to l3 --shard 0/2
+dlprep -q convert-dataset src p1 --to l3 --shard 1/2
+expect_exit 1 dlprep -q dataset merge p0 p1 -o other 2>err.txt
+grep -q 'is not a dlprep dataset' err.txt || fail "merge: $(cat err.txt)"
+grep -q someone-else other/dataset.json || fail "merge replaced another tool's dataset.json"
+dlprep -q dataset merge p0 p1 -o merged
+: >merged/dataset.json
+dlprep -q dataset merge p0 p1 -o merged
+dlprep -q dataset verify merged

@@ -14,15 +14,26 @@
 
 namespace dlprep::tabular {
 
-/// Throws Error(io) when the file cannot be opened, Error(corrupt_data) when it is not JSON.
+/// Deepest nesting read_json_file accepts: the run's own files nest a few levels, and a deeper
+/// hand-edited value would overflow the stack of the recursive dump that writes it back.
+constexpr int kMaxJsonDepth = 64;
+
+/// Throws Error(io) when the file cannot be opened, Error(corrupt_data) when it is not JSON (or
+/// nests deeper than kMaxJsonDepth).
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
   errno = 0;
   std::ifstream in(p);
   if (!in)
     throw Error(Errc::io, p.string() + ": cannot open" +
                               (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+  const auto shallow = [&p](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxJsonDepth)
+      throw Error(Errc::corrupt_data,
+                  p.string() + ": nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return true;
+  };
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(in, shallow);
   } catch (const nlohmann::json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 2, ...": the library's tag is noise.
     std::string what = e.what();

@@ -428,8 +428,13 @@ PreprocessStats Run::execute() {
   }
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
-  // A rerun that wrote no day keeps the stats of the run that did (its rates, its timings).
-  if (stats_.rows_written() > 0 || !fs::exists(o_.out_dir / "stats.json"))
+  // A rerun that wrote no day keeps the stats of the run that did (its rates, its timings), and a
+  // run without arrays those of the run whose arrays OUTDIR holds (state.json lists their days).
+  const json state = pass2_runs ? json() : read_state();
+  const bool others_arrays = state.is_object() &&
+                             state.value("days_done", json::array()).is_array() &&
+                             !state.value("days_done", json::array()).empty();
+  if ((stats_.rows_written() > 0 && !others_arrays) || !fs::exists(o_.out_dir / "stats.json"))
     write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
   return stats_;
 }

@@ -257,13 +257,11 @@ void Run::single_pass(size_t first_day) {
   if (!discard && day_stems(o_.inputs.size() - 1).size() == 2)
     counted_bytes_ = regular_file_size(o_.inputs.back());
   std::vector<std::unique_ptr<DayWriter>> finished;  // complete days, not yet under their names
-  // An earlier run's state.json, which lists its days as complete under its settings, goes before
-  // the first of this run's days replaces one of them (this run's comes at its end); the partial
-  // checkpoints in vocab/ record this run's days meanwhile.
-  if (!discard) {
-    std::error_code ec;
-    fs::remove(o_.out_dir / "state.json", ec);
-  }
+  // An earlier run's state.json, which lists its days as complete under its settings, is replaced
+  // by one that lists none before the first of this run's days replaces one of them (this run's
+  // comes at its end; the partial checkpoints in vocab/ record its days meanwhile). It keeps the
+  // other runs' --emit-binary records.
+  if (!discard && fs::exists(o_.out_dir / "state.json")) save_state(json(), {});
   for (size_t day = first_day; day < o_.inputs.size(); ++day) {
     if (auto writer = single_pass_day(day, [&](const InputChunk& chunk, const PieceSink& sink) {
           backend_->pass1_chunk(day, chunk, sink, IndexRowsSink());

@@ -222,6 +222,7 @@ class Run {
   uint64_t emit_bytes_ = 0;         // written into emit_
   bool emit_in_place_ = false;      // FILE written in place (/dev/stdout): nothing to flush
   bool emit_unrecorded_ = false;    // FILE committed, and no state.json written since names it
+  bool emit_committed_ = false;     // this run wrote FILE whole
   double read_seconds_ = 0, write_seconds_ = 0;
   // Memory the backend lent (pinned for a GPU); the backend is destroyed before them (~Run).
   ReadBuffers read_buffers_;  // lent to every InputReader in turn

@@ -226,16 +226,17 @@ json Run::emit_files(const json& state) const {
   const json recorded = state.is_object() ? state.value("emit_files", json()) : json();
   if (recorded.is_object())
     for (const auto& [name, entry] : recorded.items()) {
-      if (name == own) continue;  // this run's record is its own to write
+      if (name == own && emit_committed_) continue;  // replaced below
       try {
-        // Another run's, kept while its FILE is as that run left it (a gone or changed FILE is
-        // written again by that run anyway).
+        // Another run's (or this FILE's, as the run that wrote it recorded it), kept while its FILE
+        // is as that run left it (a gone or changed FILE is written again by that run anyway).
         if (entry.at("record").at("file") == file_identity(name)) files[name] = entry;
       } catch (const Error&) {
       } catch (const json::exception&) {
       }
     }
-  if (o_.emit_binary && !emit_) {
+  // Only once this run wrote FILE whole: before, the counts of the days not yet read are 0.
+  if (emit_committed_) {
     const json record = emit_record();
     if (!record.is_null())
       files[own] = {{"pass1", pass1_fp_}, {"record", record}, {"days", day_counts()}};
@@ -258,7 +259,7 @@ void Run::save_state(const json& fp2, const std::vector<size_t>& days_done) {
   // --vocab-from rerun to keep (a run with its own vocabulary finds its own FILE in the
   // vocabulary's checkpoint).
   if (json emitted = emit_files(earlier); !emitted.empty()) st["emit_files"] = std::move(emitted);
-  if (o_.emit_binary && !emit_) emit_unrecorded_ = false;
+  if (emit_committed_) emit_unrecorded_ = false;
   write_json_file(o_.out_dir / "state.json", st);
 }
 
@@ -435,7 +436,7 @@ void Run::commit_emit() {
   PhaseTimer t(write_seconds_);
   emit_->commit();
   emit_.reset();  // a checkpoint from now on records FILE itself
-  emit_unrecorded_ = true;
+  emit_unrecorded_ = emit_committed_ = true;
 }
 
 void Run::add_emit_to_state() {
@@ -452,12 +453,14 @@ void Run::add_emit_to_state() {
 }
 
 json Run::emit_record() const {
+  // Written in place (/dev/stdout, a FIFO), FILE is no file that a rerun could find complete,
+  // even where the name leads to one (`--emit-binary /dev/stdout >> rows.bin`).
+  if (emit_in_place_) return json();
   if (!emit_) {
     std::error_code ec;
     return fs::is_regular_file(*o_.emit_binary, ec) ? json{{"file", file_identity(*o_.emit_binary)}}
                                                     : json();
   }
-  if (emit_->temp_path().empty()) return json();  // a device or FIFO: nothing to continue
   return {{"target", absolute_name(*o_.emit_binary)},
           {"temp", absolute_name(emit_->temp_path())},
           {"bytes", emit_bytes_}};

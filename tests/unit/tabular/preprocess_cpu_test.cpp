@@ -640,10 +640,14 @@ TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocab
   none.output_format = OutputFormat::none;
   none.emit_binary = dir / "none.bin";
   for (PreprocessOptions* arrays : {&own, &from}) {
-    INFO("arrays with " << (arrays->vocab_from ? "--vocab-from" : "their own vocabulary"));
+    const std::string vocabulary = arrays->vocab_from ? "--vocab-from" : "their own vocabulary";
+    INFO("arrays with " << vocabulary);
     fs::remove_all(own.out_dir);
     const PreprocessStats first = preprocess(*arrays);
+    // OUTDIR's stats.json stays the arrays' (their counts, their num_embeddings).
+    const std::string arrays_stats = slurp(own.out_dir / "stats.json");
     preprocess(none);
+    CHECK(slurp(own.out_dir / "stats.json") == arrays_stats);
     const auto none_written = fs::last_write_time(*none.emit_binary);
     const auto stats_written = fs::last_write_time(none.out_dir / "stats.json");
     // The arrays' rerun writes nothing: their vocabulary, days and FILE are all still there.
@@ -664,14 +668,28 @@ TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocab
     CHECK_FALSE(preprocess(changed).days[0].skipped);
     preprocess(none);
     CHECK(fs::last_write_time(*none.emit_binary) == none_written);
+    // So does one that runs its pass again from scratch (its state.json replaced first).
+    changed = *arrays;
+    changed.resume = false;
+    preprocess(changed);
+    CHECK(preprocess(none).days[0].skipped);
+    CHECK(fs::last_write_time(*none.emit_binary) == none_written);
     // A record whose FILE changed since is dropped by the next state.json, and FILE written again.
     fs::resize_file(*none.emit_binary, 64);
-    preprocess(*arrays);
+    changed.id_base = 7;
+    preprocess(changed);
     CHECK(json::parse(slurp(own.out_dir / "state.json"))["emit_files"].size() ==
           (arrays->emit_binary ? 1u : 0u));
     CHECK_FALSE(preprocess(none).days[0].skipped);
     CHECK(fs::file_size(*none.emit_binary) == 64 + 160 * first.days[0].rows);
   }
+  // A state.json edited to nest deeper than the dump that writes it back could recurse: not
+  // read, and replaced.
+  std::ofstream(own.out_dir / "state.json")
+      << R"({"schema": "dlprep.criteo-state/1", "emit_files": {"x": )" << std::string(100000, '[')
+      << std::string(100000, ']') << "}}";
+  preprocess(from);
+  CHECK(json::parse(slurp(own.out_dir / "state.json"))["emit_files"].size() == 1);
 }
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {
@@ -1035,7 +1053,8 @@ TEST_CASE("a run interrupted in pass 1 or its single pass continues after the la
   }
 }
 
-TEST_CASE("a rerun with other settings that stops midway leaves no state.json of the earlier run") {
+TEST_CASE(
+    "a rerun with other settings that stops midway leaves no complete day of the earlier run") {
   fs::path dir = scratch("stale_state");
   std::vector<fs::path> days = {kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz",
                                 kSamples / "edge_cases.tsv"};
@@ -1046,14 +1065,14 @@ TEST_CASE("a rerun with other settings that stops midway leaves no state.json of
   REQUIRE(fs::exists(dir / "state.json"));
   // Another vocabulary (pass 1 runs again, in a single pass): days 0 and 1 are replaced before
   // the "crash" at day 2, whose files are the earlier run's. Its state.json, which says every day
-  // is complete, must not survive to vouch for the mix.
+  // is complete, must not survive to vouch for the mix: it lists no day now.
   o.modulus.fill(50);
   o.progress = [&](const ProgressEvent& e) {
     if (e.what == "single pass" && e.item == days[2].string())
       throw Error(Errc::interrupted, "stop");
   };
   CHECK_THROWS_AS(preprocess(o), Error);
-  CHECK_FALSE(fs::exists(dir / "state.json"));
+  CHECK(json::parse(slurp(dir / "state.json"))["days_done"].empty());
   o.progress = nullptr;
   const PreprocessStats s = preprocess(o);
   CHECK(s.days_resumed_in_pass1 == 2);

@@ -140,6 +140,9 @@ class Engine {
   void process(Work& w) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
+  // Throws for the first sample of this shard whose target cannot store its channel count,
+  // before a rerun with changed options removes the earlier dataset's data.
+  void check_storable(const SampleSource& source);
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
@@ -294,6 +297,10 @@ ConvertResult Engine::run() {
                " no class beside " + std::to_string(scanned - unlabeled) +
                " that have one (the first: " + first_unlabeled +
                "): an image at the top of SRC, beside its class folders?");
+  // Shards without a single .cls member: a surprise for WebDataset's to_tuple(..., "cls") at
+  // training time (a flat file tree, for unsupervised work, is common and gets no warning).
+  if (tar && unlabeled == scanned && o_.warning)
+    o_.warning("no sample has a class (SRC has no class folders): the shards hold no .cls members");
   assigner_->finish();
   if (assigner_->has_shared_hashes()) {  // rare: tell duplicate keys from colliding hashes
     for_each_batch(
@@ -354,6 +361,7 @@ ConvertResult Engine::run() {
     // longer says complete: an interruption in between leaves no "complete" dataset with files
     // missing, and the rerun finds them stale again.
     if (!rerun && old.complete) {
+      if (!o_.skip_errors) check_storable(source);
       Manifest old_incomplete = old;
       old_incomplete.complete = false;
       write_manifest(o_.destination, old_incomplete);
@@ -576,6 +584,50 @@ ConvertResult Engine::run() {
     write_manifest(o_.destination, manifest_);
   result.manifest = manifest_;
   return result;
+}
+
+void Engine::check_storable(const SampleSource& source) {
+  const auto storable = [this](size_t target, uint32_t channels) {
+    return target_codec(target)->round_trips(o_.transform.output_channels(channels));
+  };
+  std::vector<char> restricted;  // per target: some source channel count is not storable
+  for (size_t t = 0; t < o_.mix.size(); ++t) {
+    bool all = true;
+    for (uint32_t c = 1; c <= 4; ++c) all = all && storable(t, c);
+    restricted.push_back(!all);
+  }
+  if (std::find(restricted.begin(), restricted.end(), 1) == restricted.end()) return;
+  uint64_t checked = 0;
+  for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
+    std::vector<size_t> targets(batch.size(), SIZE_MAX);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const MixAssigner::Placement place = assigner_->place(batch[i].label, batch[i].key);
+      if (place.shard(o_.shard_count) == o_.shard_index && restricted[place.entry])
+        targets[i] = place.entry;
+    }
+    std::vector<uint32_t> channels(batch.size(), 0);
+    parallel_for(batch.size(), threads_, [&](size_t i) {
+      if (targets[i] == SIZE_MAX) return;
+      try {  // a sample that cannot be read fails in the conversion, with its own error
+        thread_local Bytes buffer;
+        SourceBytes bytes(batch[i], buffer);
+        const image::Codec* codec = image::sniff_codec(bytes.bytes());
+        if (codec) channels[i] = codec->probe(bytes.bytes()).shape.channels;
+      } catch (const Error&) {
+      } catch (const std::bad_alloc&) {
+      }
+    });
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (channels[i] == 0 || storable(targets[i], channels[i])) continue;
+      throw Error(Errc::unsupported,
+                  source_name(batch[i]) + ": " + o_.mix[targets[i]].target.format +
+                      " cannot store " + std::to_string(channels[i]) +
+                      "-channel images (choose another format, or RGB with --channels rgb); " +
+                      o_.destination.string() + " is left as it was");
+    }
+    checked += batch.size();
+    if (o_.progress) o_.progress({"checking", checked, 0, ""});
+  });
 }
 
 // The record of an up-to-date file: from the previous index if the file has not changed since

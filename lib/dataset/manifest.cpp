@@ -1,5 +1,6 @@
 #include "dataset/manifest.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -273,8 +274,18 @@ Manifest read_manifest(const fs::path& dir) {
 
 void write_manifest(const fs::path& dir, const Manifest& m) {
   std::string text = manifest_to_json(m);
-  write_file_atomic(dir / kManifestName,
-                    ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  AtomicFile file(dir / kManifestName);
+  file.write(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  file.close();
+  // An incomplete manifest is dated 1970-01-01 (before the rename: never seen new), so that a
+  // Makefile rule whose target is dataset.json finds it older than its sources and runs again.
+  if (!m.complete && !file.temp_path().empty()) {
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
+    if (::utimensat(AT_FDCWD, file.temp_path().c_str(), epoch, 0) != 0)
+      throw Error(Errc::io,
+                  file.temp_path() + ": cannot set the modification time: " + std::strerror(errno));
+  }
+  file.commit();
 }
 
 std::string source_path_text(const std::string& path) {

@@ -121,4 +121,9 @@ std::string mix_text(const std::vector<MixEntry>& mix) {
   return out;
 }
 
+bool is_lossless(const TargetSpec& target) {
+  const image::Codec* codec = image::find_codec(target.format);
+  return codec && codec->lossless() && target.options.lossless;
+}
+
 }  // namespace dlprep::dataset

@@ -96,7 +96,7 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
     Image decoded = codec->decode(file);
     const Image& ref = sample[i].image;
     // Lossy settings (jpeg, webp:QUALITY) are not expected to give the pixels back.
-    if (codec->lossless() && target.options.lossless &&
+    if (dataset::is_lossless(target) &&
         (!(decoded.shape() == ref.shape()) ||
          std::memcmp(decoded.data(), ref.data(), ref.size_bytes()) != 0))
       throw Error(Errc::internal, sample[i].path.string() + ": " + target.text +

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "dataset/target_spec.hpp"
 
 namespace dlprep::profile {
 namespace {
@@ -292,6 +293,12 @@ std::string report_table(const ProfileReport& r) {
                   fixed(share, 3).c_str());
     out += line;
   }
+  // A lossy candidate wins on size and speed by giving other pixels back: say so by the table.
+  std::string lossy;
+  for (const FormatCost& c : r.formats)
+    if (!dataset::is_lossless(dataset::parse_target(c.spec)))
+      lossy += (lossy.empty() ? "" : ", ") + c.spec;
+  if (!lossy.empty()) out += "lossy: " + lossy + " (decodes to other pixels than the source's)\n";
   out += "\nstorage: " + fixed(r.resources.storage_bytes_per_s / 1e6, 1) + " MB/s (" +
          r.storage_source + (r.reader == "none" ? "" : ", the pass read via " + r.reader) + ")";
   out += "; decode workers: " + std::to_string(r.jobs);

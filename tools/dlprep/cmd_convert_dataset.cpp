@@ -157,7 +157,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   Progress progress(globals, kCommand, 0, "files");
   if (progress.enabled())
     c.progress = [&progress](const ProgressEvent& e) {
-      if (e.what == "scanning" || e.what == "listing")
+      if (e.what == "scanning" || e.what == "listing" || e.what == "checking")
         progress.set(e.done, 0, e.what);
       else if (e.done == 0)  // the conversion starts: its rate and ETA count from here
         progress.restart(e.total, "samples");

@@ -263,6 +263,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
   std::vector<Result> window(slots);  // result i at i % slots
   int code = kExitOk;
+  size_t ok = 0, differ = 0;  // the rest failed
   Progress progress(globals, kCommand, n);
   parallel_for_ordered(
       n, threads.files, slots,
@@ -289,6 +290,8 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
       [&](size_t i) {
         const Result& r = window[i % slots];
         code = worse_exit(code, r.code);
+        ok += r.code == kExitOk;
+        differ += r.code == kExitMismatch;
         const std::string path = display_path(inputs[i].path);
         if (json) {
           Json f = {{"path", path}};
@@ -309,6 +312,15 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   for (const auto& path : pairing.missing())
     print_error(kCommand, path + ": no l3 file for it in " + options.inputs[0]);
   if (!pairing.missing().empty()) code = worse_exit(code, kExitFailure);
+  // Over many files, the few errors printed among the ok lines need a count to be seen.
+  if (!json && (n > 1 || trees)) {
+    std::string line = std::string(kCommand) + ": " + std::to_string(n) +
+                       " files: " + std::to_string(ok) + " ok, " + std::to_string(differ) +
+                       " differ, " + std::to_string(n - ok - differ) + " failed";
+    if (trees)
+      line += "; " + std::to_string(pairing.missing().size()) + " originals without an l3 file";
+    print_note(globals, line);
+  }
   if (json) {
     Json tail = Json::object();
     if (!options.against.empty()) tail["against"] = options.against;

@@ -23,6 +23,17 @@
 namespace dlprep::cli {
 namespace {
 
+// The path as one shell word: as it is when it needs no quoting, else in single quotes.
+std::string shell_word(const std::string& path) {
+  const bool plain = !path.empty() && path.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./+-=:,@%") == std::string::npos;
+  if (plain) return path;
+  std::string out = "'";
+  for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 constexpr const char* kCommand = "profile-mix";
 
 struct ProfileMixOptions {
@@ -160,6 +171,11 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     print_json(Json::parse(json));
   } else {
     std::string table = profile::report_table(r);
+    // What to run with the result, ready to paste.
+    table += "apply: dlprep convert-dataset SRC DST " +
+             (report_to_file ? "--mix-from " + shell_word(o.output)
+                             : "--mix " + r.mix_text(profile::kMixFromDigits)) +
+             (o.channels == image::Channels::rgb ? " --channels rgb" : "") + "\n";
     std::fwrite(table.data(), 1, table.size(), stdout);
   }
   return kExitOk;

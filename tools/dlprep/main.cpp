@@ -204,7 +204,8 @@ int run(int argc, char** argv) {
   app.footer(
       "Global options go before or after the command. Results go to stdout, diagnostics and\n"
       "progress to stderr. Exit status: 0 success, 1 failure, 2 usage error, 3 a check found\n"
-      "a difference, 77 device not available, 130 interrupted. See dlprep(1).\n"
+      "a difference, 77 device not available, 130 interrupted, 141 the reader of stdout went\n"
+      "away (SIGPIPE; `set -o pipefail` scripts see it). See dlprep(1).\n"
       "\n"
       "Examples:\n"
       "  dlprep info photo.png\n"

@@ -4,11 +4,14 @@
 # --channels rgb: every sample RGB, as PIL's convert("RGB") gives it (gray replicated, alpha
 # dropped), so --to jpeg takes the sample images' RGBA and gray ones; recorded with the
 # transform; a rerun is up to date; without it, jpeg fails the RGBA sample and names the option.
+# A rerun that drops it fails before it removes anything of the complete dataset. A failed run's
+# dataset.json is dated 1970, so that make runs a rule whose target it is again.
 mkdir -p src/c
 cp "$SAMPLE_DATA"/images/* src/c/
 expect_exit 1 dlprep convert-dataset src plain --to jpeg:90 2>err.txt
 grep -q 'fallenleaf_rgba_256x192.png: jpeg cannot store 4-channel images.*--channels rgb' err.txt ||
   fail "$(cat err.txt)"
+[ "$(stat -c %Y plain/dataset.json)" = 0 ] || fail "a failed run's dataset.json is dated now"
 dlprep -q convert-dataset src ds --to jpeg:90 --channels rgb
 json_check 'd["parameters"]["transform"] == "channels=rgb"' <ds/dataset.json
 /usr/bin/python3 - ds/samples.jsonl <<'PY' || fail "channels in samples.jsonl"
@@ -31,3 +34,14 @@ for name in sorted(os.listdir(sys.argv[1])):
     assert got == want, name
 PY
 dlprep -q dataset verify pnm
+for layout in files tar; do
+  shards=()
+  [ $layout = tar ] && shards=(--shards 100kB --shuffle)
+  dlprep -q convert-dataset src $layout --to jpeg:90 --channels rgb "${shards[@]}"
+  before=$(ls -l --full-time -R $layout | md5sum)
+  expect_exit 1 dlprep convert-dataset src $layout --to jpeg:95 "${shards[@]}" 2>err.txt
+  grep -q 'jpeg cannot store 4-channel images.*; '$layout' is left as it was' err.txt ||
+    fail "$layout: $(cat err.txt)"
+  [ "$(ls -l --full-time -R $layout | md5sum)" = "$before" ] || fail "$layout: changed by the failed rerun"
+  dlprep -q dataset verify $layout
+done

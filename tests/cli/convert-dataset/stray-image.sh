@@ -3,7 +3,8 @@
 
 # An image at the top of a class-folder tree is a sample of class "" (WebDataset's
 # to_tuple("png", "cls") fails on it, ImageFolder leaves it out): converted, with a warning that
-# names it; a flat folder of images (no classes at all) gets none.
+# names it; a flat folder of images (no classes at all) gets none, unless its tar shards get no
+# .cls member at all.
 mkdir -p src/cat src/dog flat
 make_pnm src/cat/a.ppm 8 8 3 1
 make_pnm src/dog/b.ppm 8 8 3 2
@@ -15,3 +16,6 @@ grep -q "warning: convert-dataset: 1 sample has no class beside 2 that have one 
 grep -q '"label": *""' ds/samples.jsonl || fail "$(cat ds/samples.jsonl)"
 dlprep convert-dataset flat fds --to png 2>err.txt
 ! grep -q warning err.txt || fail "$(cat err.txt)"
+dlprep convert-dataset flat tds --to png --shards 1MB 2>err.txt
+grep -q "warning: convert-dataset: no sample has a class (SRC has no class folders): the shards hold no .cls members" \
+  err.txt || fail "$(cat err.txt)"

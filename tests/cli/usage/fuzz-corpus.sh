@@ -27,7 +27,7 @@ done <decode.err
 decoded=$(find out -type f | wc -l)
 [ "$decoded" -gt 0 ] || fail "l3 decode: nothing decoded"
 dlprep -q info out >/dev/null || fail "l3 decode: an output does not read back"
-expect_exit 1 dlprep l3 verify "$corpus/l3" >verify.txt 2>verify.err
+expect_exit 1 dlprep -q l3 verify "$corpus/l3" >verify.txt 2>verify.err
 [ "$(wc -l <verify.txt)" = "$decoded" ] || fail "l3 verify passed $(wc -l <verify.txt), l3 decode wrote $decoded"
 [ "$(wc -l <verify.err)" = "$(wc -l <decode.err)" ] || fail "l3 verify and l3 decode disagree on the failures"
 

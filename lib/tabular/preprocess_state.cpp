@@ -21,6 +21,38 @@ std::string absolute_name(const fs::path& p) {
   return escape_invalid_utf8(fs::absolute(p).lexically_normal().string());
 }
 
+// --emit-binary's FILE however it is spelled (through a linked folder, or a link to it): the file
+// that AtomicFile writes, so that the runs naming it differently share its record.
+fs::path resolved_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path resolved = fs::weakly_canonical(fs::absolute(p), ec);
+  return ec ? fs::absolute(p).lexically_normal() : resolved;
+}
+
+// A name that is not UTF-8 is kept escaped (JSON holds UTF-8 only) and, beside it, as hex bytes,
+// so that another run can still find the file it names.
+std::string hex_of(const std::string& bytes) {
+  static const char* const kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+std::string bytes_of_hex(const std::string& hex) {
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    throw Error(Errc::corrupt_data, "bad hex digit");
+  };
+  if (hex.size() % 2 != 0) throw Error(Errc::corrupt_data, "odd hex length");
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2)
+    out += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return out;
+}
+
 // --emit-binary's FILE starts with it.
 std::string binary_header() {
   std::string h(kBinaryHeaderBytes, '\0');
@@ -221,7 +253,8 @@ json Run::read_state() const {
 }
 
 json Run::emit_files(const json& state) const {
-  const std::string own = o_.emit_binary ? absolute_name(*o_.emit_binary) : std::string();
+  const fs::path own_path = o_.emit_binary ? resolved_path(*o_.emit_binary) : fs::path();
+  const std::string own = escape_invalid_utf8(own_path.string());
   json files = json::object();
   const json recorded = state.is_object() ? state.value("emit_files", json()) : json();
   if (recorded.is_object())
@@ -230,7 +263,11 @@ json Run::emit_files(const json& state) const {
       try {
         // Another run's (or this FILE's, as the run that wrote it recorded it), kept while its FILE
         // is as that run left it (a gone or changed FILE is written again by that run anyway).
-        if (entry.at("record").at("file") == file_identity(name)) files[name] = entry;
+        const std::string path = entry.contains("path_hex")
+                                     ? bytes_of_hex(entry.at("path_hex").get<std::string>())
+                                     : name;
+        if (escape_invalid_utf8(path) != name) continue;  // a hand-made pair: not trusted
+        if (entry.at("record").at("file") == file_identity(path)) files[name] = entry;
       } catch (const Error&) {
       } catch (const json::exception&) {
       }
@@ -238,8 +275,10 @@ json Run::emit_files(const json& state) const {
   // Only once this run wrote FILE whole: before, the counts of the days not yet read are 0.
   if (emit_committed_) {
     const json record = emit_record();
-    if (!record.is_null())
+    if (!record.is_null()) {
       files[own] = {{"pass1", pass1_fp_}, {"record", record}, {"days", day_counts()}};
+      if (own_path.string() != own) files[own]["path_hex"] = hex_of(own_path.string());
+    }
   }
   return files;
 }
@@ -373,7 +412,8 @@ size_t Run::open_emit(size_t done) {
   const json& saved = resumed_emit_;
   size_t resumed = 0;
   try {
-    if (done == o_.inputs.size() && saved.contains("file") && saved["file"] == file_identity(file))
+    if (done == o_.inputs.size() && saved.contains("file") &&
+        saved["file"] == file_identity(resolved_path(file)))
       return done;  // FILE is as that run wrote it
     if (done > 0 && done < o_.inputs.size() && saved.value("target", "") == absolute_name(file) &&
         saved.contains("temp") && saved.contains("bytes")) {
@@ -409,9 +449,10 @@ bool Run::emit_complete_in_state(bool restore_counts) {
   try {
     const json state = read_state();
     if (state.is_null()) return false;
-    const json& entry = state.at("emit_files").at(absolute_name(*o_.emit_binary));
+    const fs::path path = resolved_path(*o_.emit_binary);
+    const json& entry = state.at("emit_files").at(escape_invalid_utf8(path.string()));
     const json& file = entry.at("record").at("file");
-    if (entry.at("pass1") != pass1_fp_ || file != file_identity(*o_.emit_binary)) return false;
+    if (entry.at("pass1") != pass1_fp_ || file != file_identity(path)) return false;
     if (!restore_counts) return true;
     const json& days = entry.at("days");
     if (!days.is_array() || days.size() != stats_.days.size()) return false;
@@ -458,8 +499,9 @@ json Run::emit_record() const {
   if (emit_in_place_) return json();
   if (!emit_) {
     std::error_code ec;
-    return fs::is_regular_file(*o_.emit_binary, ec) ? json{{"file", file_identity(*o_.emit_binary)}}
-                                                    : json();
+    return fs::is_regular_file(*o_.emit_binary, ec)
+               ? json{{"file", file_identity(resolved_path(*o_.emit_binary))}}
+               : json();
   }
   return {{"target", absolute_name(*o_.emit_binary)},
           {"temp", absolute_name(emit_->temp_path())},

@@ -692,6 +692,34 @@ TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocab
   CHECK(json::parse(slurp(own.out_dir / "state.json"))["emit_files"].size() == 1);
 }
 
+TEST_CASE("an --emit-binary FILE keeps its record under a name not UTF-8, or another spelling") {
+  fs::path dir = scratch("emit_file_names");
+  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
+  preprocess(train);
+  PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+  none.modulus = {};
+  none.vocab_from = dir / "train";
+  none.resume = true;
+  none.output_format = OutputFormat::none;
+  fs::create_directory(dir / "real");
+  fs::create_directory_symlink("real", dir / "linked");
+  PreprocessOptions other = none;
+  other.emit_binary = dir / "other.bin";
+  // Each run in turn: any run's state.json carries the other's record, so neither is rewritten.
+  for (const fs::path& file : {dir / "B\xff.bin", dir / "linked" / "T.bin"}) {
+    INFO(file.string());
+    none.emit_binary = file;
+    preprocess(none);
+    preprocess(other);
+    const auto written = fs::last_write_time(file);
+    if (file.parent_path().filename() == "linked") none.emit_binary = dir / "real" / "T.bin";
+    CHECK(preprocess(none).days[0].skipped);
+    preprocess(other);
+    CHECK(preprocess(none).days[0].skipped);
+    CHECK(fs::last_write_time(file) == written);
+  }
+}
+
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {
   fs::path dir = scratch("vocab_from_resume");
   PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");

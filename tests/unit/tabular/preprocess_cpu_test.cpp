@@ -58,6 +58,16 @@ PreprocessOptions base(std::vector<fs::path> inputs, const fs::path& out) {
   return o;
 }
 
+// Options of a run into dir/out that applies the vocabulary of a run on deepctr_200.tsv (made
+// first, into dir/train).
+PreprocessOptions with_trained_vocab(std::vector<fs::path> inputs, const fs::path& dir) {
+  preprocess(base({kSamples / "deepctr_200.tsv"}, dir / "train"));
+  PreprocessOptions o = base(std::move(inputs), dir / "out");
+  o.modulus = {};
+  o.vocab_from = dir / "train";
+  return o;
+}
+
 void check_same_files(const fs::path& a, const fs::path& b, const std::vector<std::string>& names) {
   for (const auto& n : names) {
     INFO(n);
@@ -433,14 +443,10 @@ TEST_CASE("an input whose name is not UTF-8 runs, is named %XX in the JSON files
 
 TEST_CASE("vocab_from applies an earlier vocabulary: the same IDs, unseen values OOV") {
   fs::path dir = scratch("vocab_from");
-  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
-  preprocess(train);
-  PreprocessOptions again = base({kSamples / "deepctr_200.tsv"}, dir / "again");
-  again.modulus = {};
-  again.vocab_from = dir / "train";
+  PreprocessOptions again = with_trained_vocab({kSamples / "deepctr_200.tsv"}, dir);
   PreprocessStats s = preprocess(again);
   CHECK(s.vocab_reused);
-  check_same_files(train.out_dir, again.out_dir, kDay0);
+  check_same_files(dir / "train", again.out_dir, kDay0);
   PreprocessOptions test = base({kSamples / "nvtabular_day_0.gz"}, dir / "test");
   test.vocab_from = dir / "train" / "vocab";
   CHECK(preprocess(test).rows == 1000);
@@ -694,11 +700,7 @@ TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocab
 
 TEST_CASE("an --emit-binary FILE keeps its record under a name not UTF-8, or another spelling") {
   fs::path dir = scratch("emit_file_names");
-  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
-  preprocess(train);
-  PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "out");
-  none.modulus = {};
-  none.vocab_from = dir / "train";
+  PreprocessOptions none = with_trained_vocab({kSamples / "deepctr_200.tsv"}, dir);
   none.resume = true;
   none.output_format = OutputFormat::none;
   fs::create_directory(dir / "real");
@@ -722,12 +724,8 @@ TEST_CASE("an --emit-binary FILE keeps its record under a name not UTF-8, or ano
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {
   fs::path dir = scratch("vocab_from_resume");
-  PreprocessOptions train = base({kSamples / "deepctr_200.tsv"}, dir / "train");
-  preprocess(train);
   PreprocessOptions o =
-      base({kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz"}, dir / "out");
-  o.modulus = {};
-  o.vocab_from = dir / "train";
+      with_trained_vocab({kSamples / "deepctr_200.tsv", kSamples / "nvtabular_day_0.gz"}, dir);
   o.resume = true;
   // Complete, then rerun: every day skipped with its counts; a day whose files went is redone.
   const PreprocessStats first = preprocess(o);

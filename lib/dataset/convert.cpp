@@ -109,6 +109,11 @@ class OldIndex {
   std::deque<SampleRecord> window_;
 };
 
+std::string cannot_store(const image::Codec& codec, uint32_t channels) {
+  return std::string(codec.name()) + " cannot store " + std::to_string(channels) +
+         "-channel images (choose another format, or RGB with --channels rgb)";
+}
+
 class Engine {
  public:
   explicit Engine(const ConvertOptions& options)
@@ -140,8 +145,11 @@ class Engine {
   void process(Work& w) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
-  // Throws for the first sample of this shard whose target cannot store its channel count,
-  // before a rerun with changed options removes the earlier dataset's data.
+  // Why the target cannot store a source image of this shape after the transform (its channels,
+  // its size), or "".
+  std::string unstorable(size_t target, const ImageShape& source) const;
+  // Throws for the first sample of this shard that its target cannot store, before a rerun with
+  // changed options removes the earlier dataset's data.
   void check_storable(const SampleSource& source);
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
@@ -586,14 +594,20 @@ ConvertResult Engine::run() {
   return result;
 }
 
+std::string Engine::unstorable(size_t target, const ImageShape& source) const {
+  const image::Codec& codec = *target_codec(target);
+  const uint32_t channels = o_.transform.output_channels(source.channels);
+  if (!codec.round_trips(channels)) return cannot_store(codec, channels);
+  const image::Size out = image::plan_transform(o_.transform, {source.width, source.height}).output;
+  return image::oversize_reason(codec, out.width, out.height);
+}
+
 void Engine::check_storable(const SampleSource& source) {
-  const auto storable = [this](size_t target, uint32_t channels) {
-    return target_codec(target)->round_trips(o_.transform.output_channels(channels));
-  };
-  std::vector<char> restricted;  // per target: some source channel count is not storable
+  std::vector<char> restricted;  // per target: some image could be one it cannot store
   for (size_t t = 0; t < o_.mix.size(); ++t) {
-    bool all = true;
-    for (uint32_t c = 1; c <= 4; ++c) all = all && storable(t, c);
+    bool all = target_codec(t)->max_side() >= limits::kMaxSide;
+    for (uint32_t c = 1; c <= 4; ++c)
+      all = all && target_codec(t)->round_trips(o_.transform.output_channels(c));
     restricted.push_back(!all);
   }
   if (std::find(restricted.begin(), restricted.end(), 1) == restricted.end()) return;
@@ -605,26 +619,22 @@ void Engine::check_storable(const SampleSource& source) {
       if (place.shard(o_.shard_count) == o_.shard_index && restricted[place.entry])
         targets[i] = place.entry;
     }
-    std::vector<uint32_t> channels(batch.size(), 0);
+    std::vector<std::string> problems(batch.size());
     parallel_for(batch.size(), threads_, [&](size_t i) {
       if (targets[i] == SIZE_MAX) return;
       try {  // a sample that cannot be read fails in the conversion, with its own error
         thread_local Bytes buffer;
         SourceBytes bytes(batch[i], buffer);
         const image::Codec* codec = image::sniff_codec(bytes.bytes());
-        if (codec) channels[i] = codec->probe(bytes.bytes()).shape.channels;
+        if (codec) problems[i] = unstorable(targets[i], codec->probe(bytes.bytes()).shape);
       } catch (const Error&) {
       } catch (const std::bad_alloc&) {
       }
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
-      if (channels[i] == 0 || storable(targets[i], channels[i])) continue;
-      throw Error(Errc::unsupported,
-                  source_name(batch[i]) + ": " + o_.mix[targets[i]].target.format +
-                      " cannot store " + std::to_string(channels[i]) +
-                      "-channel images (choose another format, or RGB with --channels rgb); " +
-                      o_.destination.string() + " is left as it was");
-    }
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!problems[i].empty())
+        throw Error(Errc::unsupported, source_name(batch[i]) + ": " + problems[i] + "; " +
+                                           o_.destination.string() + " is left as it was");
     checked += batch.size();
     if (o_.progress) o_.progress({"checking", checked, 0, ""});
   });
@@ -781,9 +791,7 @@ void Engine::process(Work& w) const {
   const bool transformed = image::apply_transform(o_.transform, image);
   lap(seconds.transform);
   if (!target->round_trips(image.channels()))
-    throw Error(Errc::unsupported,
-                t.format + " cannot store " + std::to_string(image.channels()) +
-                    "-channel images (choose another format, or RGB with --channels rgb)");
+    throw Error(Errc::unsupported, cannot_store(*target, image.channels()));
   Bytes encoded;
   // A source already in the target format, no options given, pixels unchanged: copied.
   ByteSpan bytes = in;

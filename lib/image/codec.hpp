@@ -8,6 +8,7 @@
 
 #include "core/file_io.hpp"
 #include "core/image.hpp"
+#include "core/limits.hpp"
 
 namespace dlprep::image {
 
@@ -46,6 +47,8 @@ class Codec {
   virtual bool lossless() const = 0;
   /// True when encode() accepts images with this many channels and decode() returns the same count.
   virtual bool round_trips(uint32_t channels) const = 0;
+  /// The widest or tallest image encode() accepts.
+  virtual uint32_t max_side() const { return limits::kMaxSide; }
   /// Reads the header only.
   virtual ImageInfo probe(ByteSpan file) const = 0;
   /// Decodes a whole file to 8-bit HWC.
@@ -53,6 +56,10 @@ class Codec {
   /// Encodes an image; throws Error(unsupported) for channel counts it cannot store.
   virtual Bytes encode(const Image& image, const EncodeOptions& options) const = 0;
 };
+
+/// Why `codec` cannot encode an image of this size ("webp stores at most 16383 pixels per side,
+/// not 20000x20"), or "" when it can.
+std::string oversize_reason(const Codec& codec, uint32_t width, uint32_t height);
 
 /// Every codec built into this binary, in a fixed order.
 const std::vector<const Codec*>& all_codecs();

@@ -198,6 +198,7 @@ class JpegCodec final : public Codec {
   }
   bool lossless() const override { return false; }
   bool round_trips(uint32_t channels) const override { return channels == 1 || channels == 3; }
+  uint32_t max_side() const override { return JPEG_MAX_DIMENSION; }
 
   ImageInfo probe(ByteSpan file) const override {
     Decompressor d;
@@ -222,6 +223,8 @@ class JpegCodec final : public Codec {
     const uint32_t c = image.channels();
     if (c != 1 && c != 3)
       throw Error(Errc::unsupported, "jpeg stores 1 or 3 channels, not " + std::to_string(c));
+    if (std::string why = oversize_reason(*this, image.width(), image.height()); !why.empty())
+      throw Error(Errc::limit_exceeded, why);
     const int quality = options.quality < 0 ? 90 : options.quality;
     if (quality < 1 || quality > 100)
       throw Error(Errc::invalid_argument,

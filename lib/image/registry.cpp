@@ -111,4 +111,10 @@ Image decode_any(ByteSpan file) {
   return sniff_codec_or_throw(file).decode(file);
 }
 
+std::string oversize_reason(const Codec& codec, uint32_t width, uint32_t height) {
+  if (width <= codec.max_side() && height <= codec.max_side()) return {};
+  return std::string(codec.name()) + " stores at most " + std::to_string(codec.max_side()) +
+         " pixels per side, not " + std::to_string(width) + "x" + std::to_string(height);
+}
+
 }  // namespace dlprep::image

@@ -123,6 +123,7 @@ class WebpCodec final : public Codec {
   bool sniff(ByteSpan head) const override { return is_webp(head); }
   bool lossless() const override { return true; }  // with the default EncodeOptions
   bool round_trips(uint32_t channels) const override { return channels == 3 || channels == 4; }
+  uint32_t max_side() const override { return WEBP_MAX_DIMENSION; }
 
   ImageInfo probe(ByteSpan file) const override {
     const WebPBitstreamFeatures f = read_features(file);
@@ -152,10 +153,8 @@ class WebpCodec final : public Codec {
   Bytes encode(const Image& image, const EncodeOptions& options) const override {
     check_shape(image.shape());
     const uint32_t c = image.channels();
-    if (image.width() > WEBP_MAX_DIMENSION || image.height() > WEBP_MAX_DIMENSION)
-      throw Error(Errc::limit_exceeded, "webp stores at most 16383 pixels per side, not " +
-                                            std::to_string(image.width()) + "x" +
-                                            std::to_string(image.height()));
+    if (std::string why = oversize_reason(*this, image.width(), image.height()); !why.empty())
+      throw Error(Errc::limit_exceeded, why);
     WebPConfig config;
     if (!WebPConfigInit(&config)) throw Error(Errc::internal, "webp: library version mismatch");
     if (options.lossless) {

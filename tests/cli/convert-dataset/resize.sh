@@ -67,3 +67,12 @@ dlprep -q convert-dataset src ds --to png
 json_check 'd["parameters"]["transform"] is None' <ds/dataset.json
 grep -q 'coldripple_640x360".*"width":640,"height":360' ds/samples.jsonl || fail "original size"
 no_temp_files ds
+# A rerun to a size its format cannot store (webp: 16383 per side) fails before it removes the
+# complete dataset's files.
+dlprep -q convert-dataset src wds --to webp --channels rgb --shards 1MB
+before=$(ls -l --full-time -R wds | md5sum)
+expect_exit 1 dlprep convert-dataset src wds --to webp --channels rgb --shards 1MB \
+  --resize 16384x16 2>err6.txt
+grep -q 'webp stores at most 16383 pixels per side, not 16384x16; wds is left as it was' err6.txt ||
+  fail "$(cat err6.txt)"
+[ "$(ls -l --full-time -R wds | md5sum)" = "$before" ] || fail "changed by the failed rerun"

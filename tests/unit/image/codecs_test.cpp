@@ -187,6 +187,31 @@ TEST_CASE("encoding a channel count a codec does not round-trip fails cleanly or
   }
 }
 
+TEST_CASE("every codec encodes up to its max_side and refuses a side past it, naming both") {
+  for (const Codec* codec : all_codecs()) {
+    if (codec->max_side() >= limits::kMaxSide) continue;
+    INFO(codec->name());
+    const uint32_t channels = codec->round_trips(3) ? 3 : 1;
+    CHECK(oversize_reason(*codec, codec->max_side(), 1).empty());
+    CHECK_NOTHROW(codec->encode(make_image({codec->max_side(), 1, channels}, Pattern::gradient),
+                                EncodeOptions{}));
+    for (const ImageShape shape : {ImageShape{codec->max_side() + 1, 1, channels},
+                                   ImageShape{1, codec->max_side() + 1, channels}}) {
+      const std::string why = oversize_reason(*codec, shape.width, shape.height);
+      CHECK(why == std::string(codec->name()) + " stores at most " +
+                       std::to_string(codec->max_side()) + " pixels per side, not " +
+                       std::to_string(shape.width) + "x" + std::to_string(shape.height));
+      try {
+        codec->encode(make_image(shape, Pattern::gradient), EncodeOptions{});
+        FAIL("encoded");
+      } catch (const Error& e) {
+        CHECK(e.code() == Errc::limit_exceeded);
+        CHECK(std::string(e.what()) == why);
+      }
+    }
+  }
+}
+
 TEST_CASE("find_codec knows every codec by name and the jpg and pgm aliases") {
   std::set<std::string_view> names;
   for (const Codec* codec : all_codecs()) {

@@ -109,11 +109,6 @@ class OldIndex {
   std::deque<SampleRecord> window_;
 };
 
-std::string cannot_store(const image::Codec& codec, uint32_t channels) {
-  return std::string(codec.name()) + " cannot store " + std::to_string(channels) +
-         "-channel images (choose another format, or RGB with --channels rgb)";
-}
-
 class Engine {
  public:
   explicit Engine(const ConvertOptions& options)

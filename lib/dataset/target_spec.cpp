@@ -121,6 +121,11 @@ std::string mix_text(const std::vector<MixEntry>& mix) {
   return out;
 }
 
+std::string cannot_store(const image::Codec& codec, uint32_t channels) {
+  return std::string(codec.name()) + " cannot store " + std::to_string(channels) +
+         "-channel images (choose another format, or RGB with --channels rgb)";
+}
+
 bool is_lossless(const TargetSpec& target) {
   const image::Codec* codec = image::find_codec(target.format);
   return codec && codec->lossless() && target.options.lossless;

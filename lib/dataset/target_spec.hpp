@@ -34,6 +34,9 @@ TargetSpec parse_target(std::string_view text);
 /// True when decoding the target's files gives the encoded pixels back (not jpeg, webp:QUALITY).
 bool is_lossless(const TargetSpec& target);
 
+/// "jpeg cannot store 4-channel images (choose another format, or RGB with --channels rgb)".
+std::string cannot_store(const image::Codec& codec, uint32_t channels);
+
 /// Parses FMT[:OPTIONS]:RATIO[,…] (the last field of each item is its ratio, any non-negative
 /// weight; "png:7,bmp:3" is 70%/30%). Ratios are normalised to sum to 1. Each format may appear
 /// once. Throws Error(invalid_argument) or Error(unsupported).

@@ -72,10 +72,7 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
     // What convert-dataset refuses (webp and gray images) is no candidate for this dataset.
     if (!codec->round_trips(s.image.channels()))
       throw Error(Errc::unsupported, s.path.string() + " as " + target.text + ": " +
-                                         std::string(codec->name()) + " cannot store " +
-                                         std::to_string(s.image.channels()) +
-                                         "-channel images (choose another format, or RGB "
-                                         "with --channels rgb)");
+                                         dataset::cannot_store(*codec, s.image.channels()));
     if (s.source_format == out.cost.format && !target.has_options && !s.converted) {
       out.files[i] = s.source_bytes;  // convert-dataset copies such a file byte for byte
     } else {

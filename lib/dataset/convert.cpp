@@ -20,12 +20,15 @@
 // TarShards (tar_shards.hpp has its rule).
 #include "dataset/convert.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -135,17 +138,22 @@ class Engine {
   // --shuffle: the source's entries, listed once, in shuffle_rank order (ties by key).
   void list_shuffled(const SampleSource& source);
   // Throws for a sample whose key cannot be a file name or is another sample's too.
-  void check_key(const Work& w) const;
+  void check_key(const std::string& key) const;
   // Converts a sample, or finds its file up to date.
   void process(Work& w) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
+  // Throws when a --resize size is more than a target stores: every sample of it would fail.
+  void check_resize_storable() const;
+  // Whether some image could be one the target cannot store after the transform.
+  bool may_be_unstorable(size_t target) const;
   // Why the target cannot store a source image of this shape after the transform (its channels,
   // its size), or "".
   std::string unstorable(size_t target, const ImageShape& source) const;
-  // Throws for the first sample of this shard that its target cannot store, before a rerun with
-  // changed options removes the earlier dataset's data.
-  void check_storable(const SampleSource& source);
+  // Before a rerun with other options changes the earlier dataset: throws, with it left as it
+  // was, for the first sample of this shard that would fail for its key, or for the channels or
+  // size its target cannot store (or, with --on-error skip, when more than --max-errors would).
+  void check_before_changes(const SampleSource& source);
   bool reuse(Work& w, const fs::path& out, const std::string& location) const;
   void remove_siblings(const std::string& key, const std::string& keep_ext) const;
   void remove_stale_files(const std::set<std::string>& extensions) const;
@@ -253,6 +261,16 @@ void Engine::prepare_destination() {
       old_manifest_.emplace();
       old_manifest_->layout.clear();
     }
+  } else if (is_manifest_lost(dst)) {
+    if (!o_.force)
+      throw Error(Errc::invalid_argument,
+                  dst.string() + ": holds a dataset's samples.jsonl or data/ but no " +
+                      kManifestName +
+                      " (deleted by make after a failed run? see .PRECIOUS in "
+                      "dlprep-convert-dataset(1)); --force converts the dataset anew, replacing "
+                      "its data/");
+    old_manifest_.emplace();  // as after a damaged one: its options are unknown
+    old_manifest_->layout.clear();
   } else if (!fs::is_empty(dst, ec)) {
     throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a dlprep dataset (no " +
                                             kManifestName + "); refusing to write into it");
@@ -262,6 +280,7 @@ void Engine::prepare_destination() {
 ConvertResult Engine::run() {
   if (o_.mix.empty()) throw Error(Errc::invalid_argument, "no target format");
   image::check_transform(o_.transform);
+  check_resize_storable();
   if (o_.shard_count == 0 || o_.shard_index >= o_.shard_count)
     throw Error(Errc::invalid_argument, "bad shard " + std::to_string(o_.shard_index) + "/" +
                                             std::to_string(o_.shard_count));
@@ -360,11 +379,12 @@ ConvertResult Engine::run() {
   bool shards_current = false;
   if (old_manifest_) {
     const Manifest& old = *old_manifest_;
+    // (Not when an interrupted run of these options resumes: it removes nothing of another.)
+    if (o_.force || !same_options(old, manifest_)) check_before_changes(source);
     // Stale files go while the manifest still records the options they were made with, but no
     // longer says complete: an interruption in between leaves no "complete" dataset with files
     // missing, and the rerun finds them stale again.
     if (!rerun && old.complete) {
-      if (!o_.skip_errors) check_storable(source);
       Manifest old_incomplete = old;
       old_incomplete.complete = false;
       write_manifest(o_.destination, old_incomplete);
@@ -500,7 +520,7 @@ ConvertResult Engine::run() {
       parallel_for(works.size(), threads_, [&](size_t i) {
         if (works[i].kept)
           attempt(i, [this](Work& w) {
-            check_key(w);
+            check_key(w.entry.key);
             keep_member(w);
           });
       });
@@ -589,6 +609,26 @@ ConvertResult Engine::run() {
   return result;
 }
 
+void Engine::check_resize_storable() const {
+  const image::Size size = o_.transform.resize;
+  if (size.width == 0) return;
+  for (size_t t = 0; t < o_.mix.size(); ++t)
+    if (std::string why = image::oversize_reason(*target_codec(t), size.width, size.height);
+        !why.empty())
+      throw Error(Errc::invalid_argument, "--resize " + std::to_string(size.width) + "x" +
+                                              std::to_string(size.height) + ": " + why);
+}
+
+bool Engine::may_be_unstorable(size_t target) const {
+  const image::Codec& codec = *target_codec(target);
+  for (uint32_t c = 1; c <= 4; ++c)
+    if (!codec.round_trips(o_.transform.output_channels(c))) return true;
+  // --resize gives one size, checked before the run; --max-side N, sides of at most N.
+  const image::Transform& t = o_.transform;
+  const uint32_t side = t.resize.width > 0 ? 0 : t.max_side > 0 ? t.max_side : limits::kMaxSide;
+  return side > codec.max_side();
+}
+
 std::string Engine::unstorable(size_t target, const ImageShape& source) const {
   const image::Codec& codec = *target_codec(target);
   const uint32_t channels = o_.transform.output_channels(source.channels);
@@ -597,39 +637,83 @@ std::string Engine::unstorable(size_t target, const ImageShape& source) const {
   return image::oversize_reason(codec, out.width, out.height);
 }
 
-void Engine::check_storable(const SampleSource& source) {
-  std::vector<char> restricted;  // per target: some image could be one it cannot store
-  for (size_t t = 0; t < o_.mix.size(); ++t) {
-    bool all = target_codec(t)->max_side() >= limits::kMaxSide;
-    for (uint32_t c = 1; c <= 4; ++c)
-      all = all && target_codec(t)->round_trips(o_.transform.output_channels(c));
-    restricted.push_back(!all);
-  }
-  if (std::find(restricted.begin(), restricted.end(), 1) == restricted.end()) return;
-  uint64_t checked = 0;
-  for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
-    std::vector<size_t> targets(batch.size(), SIZE_MAX);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const MixAssigner::Placement place = assigner_->place(batch[i].label, batch[i].key);
-      if (place.shard(o_.shard_count) == o_.shard_index && restricted[place.entry])
-        targets[i] = place.entry;
+namespace {
+
+// The header of a sample, enough for a probe: the first 64 KiB of a file (an image format whose
+// probe wants more, such as BMP and PNM checking the pixel data's size, is read whole), a tar
+// member whole. Nothing of a device or FIFO, which only the conversion may read: nullopt.
+std::optional<ImageShape> probe_shape(const SourceEntry& e) {
+  thread_local Bytes buffer;
+  if (e.member.empty()) {
+    struct stat st {};
+    if (::stat(e.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    constexpr size_t kHead = size_t{64} << 10;
+    if (static_cast<uint64_t>(st.st_size) > kHead) {
+      const int fd = ::open(e.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw Error(Errc::io, "cannot open: " + std::string(std::strerror(errno)));
+      buffer.resize(kHead);
+      size_t got = 0;
+      while (got < kHead) {
+        const ssize_t n = ::read(fd, buffer.data() + got, kHead - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
+      }
+      ::close(fd);
+      const ByteSpan head(buffer.data(), got);
+      if (const image::Codec* codec = image::sniff_codec(head)) {
+        try {
+          return codec->probe(head).shape;
+        } catch (const Error&) {  // more than the head to check: read whole below
+        }
+      }
     }
-    std::vector<std::string> problems(batch.size());
+  }
+  SourceBytes bytes(e, buffer);
+  if (bytes.bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
+  return image::sniff_codec_or_throw(bytes.bytes()).probe(bytes.bytes()).shape;
+}
+
+}  // namespace
+
+void Engine::check_before_changes(const SampleSource& source) {
+  std::vector<char> restricted;
+  for (size_t t = 0; t < o_.mix.size(); ++t) restricted.push_back(may_be_unstorable(t));
+  const std::string unchanged = "; " + o_.destination.string() + " is left as it was";
+  uint64_t checked = 0, failures = 0;
+  for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
+    struct Problem {
+      Errc code = Errc::internal;
+      std::string what;
+    };
+    std::vector<Problem> problems(batch.size());
     parallel_for(batch.size(), threads_, [&](size_t i) {
-      if (targets[i] == SIZE_MAX) return;
-      try {  // a sample that cannot be read fails in the conversion, with its own error
-        thread_local Bytes buffer;
-        SourceBytes bytes(batch[i], buffer);
-        const image::Codec* codec = image::sniff_codec(bytes.bytes());
-        if (codec) problems[i] = unstorable(targets[i], codec->probe(bytes.bytes()).shape);
-      } catch (const Error&) {
+      const SourceEntry& e = batch[i];
+      const MixAssigner::Placement place = assigner_->place(e.label, e.key);
+      if (place.shard(o_.shard_count) != o_.shard_index) return;
+      try {
+        check_key(e.key);
+        if (!restricted[place.entry]) return;
+        if (const std::optional<ImageShape> shape = probe_shape(e))
+          problems[i] = {Errc::unsupported, unstorable(place.entry, *shape)};
+      } catch (const Error& error) {  // bad data is the sample's failure, not a usage error
+        problems[i] = {error.code() == Errc::invalid_argument ? Errc::corrupt_data : error.code(),
+                       error.what()};
       } catch (const std::bad_alloc&) {
+        problems[i] = {Errc::limit_exceeded, "out of memory"};
       }
     });
-    for (size_t i = 0; i < batch.size(); ++i)
-      if (!problems[i].empty())
-        throw Error(Errc::unsupported, source_name(batch[i]) + ": " + problems[i] + "; " +
-                                           o_.destination.string() + " is left as it was");
+    for (size_t i = 0; i < batch.size(); ++i) {
+      Problem& p = problems[i];
+      if (p.what.empty()) continue;
+      const std::string path = source_name(batch[i]);
+      if (p.what.rfind(path, 0) != 0) p.what = path + ": " + p.what;
+      if (!o_.skip_errors) throw Error(p.code, p.what + unchanged);
+      if (++failures > o_.max_errors)
+        throw Error(p.code, "more than " + std::to_string(o_.max_errors) +
+                                " samples would fail (--max-errors); the last: " + p.what +
+                                unchanged);
+    }
     checked += batch.size();
     if (o_.progress) o_.progress({"checking", checked, 0, ""});
   });
@@ -738,8 +822,7 @@ void Engine::remove_stale_files(const std::set<std::string>& extensions) const {
     throw Error(Errc::io, data.string() + ": cannot read directory: " + ec.message(), ec.value());
 }
 
-void Engine::check_key(const Work& w) const {
-  const std::string& key = w.entry.key;
+void Engine::check_key(const std::string& key) const {
   check_location(key);
   if (assigner_->is_duplicate(key))
     throw Error(Errc::corrupt_data,
@@ -752,7 +835,7 @@ void Engine::process(Work& w) const {
   const TargetSpec& t = o_.mix[w.target].target;
   const image::Codec* target = image::find_codec(t.format);
   const std::string& key = w.entry.key;
-  check_key(w);
+  check_key(key);
   ConvertStageSeconds& seconds = w.seconds;
   Stopwatch stage;
   auto lap = [&stage](double& into) {

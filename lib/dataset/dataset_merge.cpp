@@ -194,7 +194,11 @@ MergeResult merge_datasets(const MergeOptions& o) {
               " missing: every shard must be given");
 
   std::error_code ec;
-  if (fs::exists(o.output, ec) && !is_dataset(o.output) && !fs::is_empty(o.output, ec))
+  // What an OUT whose dataset.json is gone or damaged holds is unknown: merged over, with every
+  // data file that the new index does not name removed, as after an interrupted merge.
+  bool unknown_contents = is_manifest_lost(o.output);
+  if (fs::exists(o.output, ec) && !is_dataset(o.output) && !fs::is_empty(o.output, ec) &&
+      !unknown_contents)
     throw bad(o.output.string() +
               ": exists and is not a dlprep dataset; refusing to write into it");
   fs::create_directories(o.output, ec);
@@ -209,6 +213,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
     // A damaged one of ours is merged over; another tool's file (or a newer dlprep's) is not
     // this command's to replace.
     if (!is_damaged_manifest(o.output)) throw;
+    unknown_contents = true;
   }
   Manifest merged = first;
   merged.tool = o.tool;
@@ -276,7 +281,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
     for (const fs::path& shard : unlisted_part_shards(o.output, listed))
       if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
   // After an interrupted merge: its temporary files, and what it placed that no index names.
-  if (old && !old->complete) {
+  if ((old && !old->complete) || unknown_contents) {
     for (fs::path& f : interrupted_leftovers(o.output, listed)) stale.push_back(std::move(f));
     std::sort(stale.begin(), stale.end());  // each once, in n log n for any number of them
     stale.erase(std::unique(stale.begin(), stale.end()), stale.end());

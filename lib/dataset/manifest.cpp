@@ -279,11 +279,10 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
   file.close();
   // An incomplete manifest is dated 1970-01-01 (before the rename: never seen new), so that a
   // Makefile rule whose target is dataset.json finds it older than its sources and runs again.
+  // Best effort: a file system that keeps no such date costs make's rerun, not this run.
   if (!m.complete && !file.temp_path().empty()) {
     const struct timespec epoch[2] = {{0, 0}, {0, 0}};
-    if (::utimensat(AT_FDCWD, file.temp_path().c_str(), epoch, 0) != 0)
-      throw Error(Errc::io,
-                  file.temp_path() + ": cannot set the modification time: " + std::strerror(errno));
+    (void)::utimensat(AT_FDCWD, file.temp_path().c_str(), epoch, 0);
   }
   file.commit();
 }
@@ -333,6 +332,21 @@ bool is_damaged_manifest(const fs::path& dir) {
     return false;
   }
   return j.is_object() && j.contains("schema") && j["schema"] == kDatasetSchema;
+}
+
+bool is_manifest_lost(const fs::path& dir) {
+  std::error_code ec;
+  bool ours = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name == kIndexName || name == kDataDir) {
+      ours = true;
+    } else if (name.rfind("." + std::string(kIndexName) + ".tmp.", 0) != 0 &&
+               name.rfind("." + std::string(kManifestName) + ".tmp.", 0) != 0) {
+      return false;
+    }
+  }
+  return !ec && ours && !is_dataset(dir);
 }
 
 std::optional<int64_t> mtime_ns(const fs::path& path) {

@@ -450,7 +450,11 @@ bool Run::emit_complete_in_state(bool restore_counts) {
     const json state = read_state();
     if (state.is_null()) return false;
     const fs::path path = resolved_path(*o_.emit_binary);
-    const json& entry = state.at("emit_files").at(escape_invalid_utf8(path.string()));
+    const std::string key = escape_invalid_utf8(path.string());
+    const json& entry = state.at("emit_files").at(key);
+    // Another name escapes to the same key (a literal "%FF" for the byte 0xFF): not this FILE's.
+    const std::string hex = path.string() != key ? hex_of(path.string()) : std::string();
+    if (entry.value("path_hex", std::string()) != hex) return false;
     const json& file = entry.at("record").at("file");
     if (entry.at("pass1") != pass1_fp_ || file != file_identity(path)) return false;
     if (!restore_counts) return true;

@@ -152,7 +152,8 @@ int run_merge(const DatasetOptions& o, const Globals& globals) {
   } else {
     std::string removed = result.removed > 0
                               ? ", " + std::to_string(result.removed) +
-                                    " files of its previous merge removed (no longer in the parts)"
+                                    (result.removed == 1 ? " file" : " files") +
+                                    " of its previous merge removed (no longer in the parts)"
                               : "";
     print_note(globals, "dataset merge: " + std::to_string(o.inputs.size()) + " shards, " +
                             std::to_string(merged.samples) + " samples into " + o.output + removed +
@@ -215,7 +216,9 @@ Action add_dataset_command(CLI::App& app) {
       "complete. Their indices are merged in source order, so OUT equals what one unsharded run\n"
       "would have written; data files (or tar shards) are hard-linked into OUT (copied across\n"
       "file systems). A merge into an earlier merge's OUT removes the data files its new index\n"
-      "does not name. Parts that do not belong together are refused with what differs.\n"
+      "does not name, also when its dataset.json was damaged or deleted. Until a merge\n"
+      "completes, OUT/dataset.json says \"complete\": false and is dated 1970 (for make). Parts\n"
+      "that do not belong together are refused with what differs.\n"
       "\n"
       "Examples:\n"
       "  # a Slurm array of 8 tasks, then one merge\n"

@@ -4,7 +4,7 @@
 # --channels rgb: every sample RGB, as PIL's convert("RGB") gives it (gray replicated, alpha
 # dropped), so --to jpeg takes the sample images' RGBA and gray ones; recorded with the
 # transform; a rerun is up to date; without it, jpeg fails the RGBA sample and names the option.
-# A rerun that drops it fails before it removes anything of the complete dataset. A failed run's
+# A rerun that drops it fails before it removes anything of the earlier dataset. A failed run's
 # dataset.json is dated 1970, so that make runs a rule whose target it is again.
 mkdir -p src/c
 cp "$SAMPLE_DATA"/images/* src/c/
@@ -43,5 +43,26 @@ for layout in files tar; do
   grep -q 'jpeg cannot store 4-channel images.*; '$layout' is left as it was' err.txt ||
     fail "$layout: $(cat err.txt)"
   [ "$(ls -l --full-time -R $layout | md5sum)" = "$before" ] || fail "$layout: changed by the failed rerun"
+  # --on-error skip: refused alike when more than --max-errors samples would fail.
+  expect_exit 1 dlprep convert-dataset src $layout --to jpeg:95 "${shards[@]}" --on-error skip \
+    --max-errors 0 2>err.txt
+  grep -q 'more than 0 samples would fail (--max-errors); the last: .*fallenleaf_rgba_256x192.png: jpeg cannot store 4-channel images.*; '$layout' is left as it was' err.txt ||
+    fail "$layout, skip: $(cat err.txt)"
+  [ "$(ls -l --full-time -R $layout | md5sum)" = "$before" ] || fail "$layout: changed by the failed rerun"
   dlprep -q dataset verify $layout
 done
+# A sample that cannot be read, or whose key is another's, fails the check too (its target may
+# not store every image: bmp), before anything changes.
+mkdir -p bad/c
+cp "$SAMPLE_DATA"/images/*.png bad/c/
+printf '\x89PNG\r\n\x1a\nGARBAGE' >bad/c/garbage.png
+dlprep -q convert-dataset bad badds --to png --on-error skip 2>/dev/null
+before=$(ls -l --full-time -R badds | md5sum)
+expect_exit 1 dlprep convert-dataset bad badds --to bmp 2>err.txt
+grep -q 'garbage.png: .*; badds is left as it was' err.txt || fail "unreadable: $(cat err.txt)"
+rm bad/c/garbage.png
+cp "$SAMPLE_DATA"/images/eveningglow_320x240.jpg bad/c/kay_256x256.jpg
+expect_exit 1 dlprep convert-dataset bad badds --to bmp 2>err.txt
+grep -q "sample key 'c/kay_256x256' is not unique.*; badds is left as it was" err.txt ||
+  fail "duplicate key: $(cat err.txt)"
+[ "$(ls -l --full-time -R badds | md5sum)" = "$before" ] || fail "changed by the failed reruns"

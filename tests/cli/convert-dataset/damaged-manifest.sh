@@ -3,7 +3,8 @@
 
 # A dataset.json damaged (cut short by a crash while it was written, or edited) is refused with
 # the way on named; --force then makes the dataset anew, in either layout. Another tool's
-# dataset.json is never taken for a damaged one: --force leaves its folder alone.
+# dataset.json is never taken for a damaged one: --force leaves its folder alone. A deleted one
+# (make after a failed rerun) is recovered alike.
 cp -r "$SAMPLE_DATA"/images src
 for layout in files tar; do
   shards=()
@@ -37,5 +38,23 @@ grep -q 'is not a dlprep dataset' err.txt || fail "merge: $(cat err.txt)"
 grep -q someone-else other/dataset.json || fail "merge replaced another tool's dataset.json"
 dlprep -q dataset merge p0 p1 -o merged
 : >merged/dataset.json
+dlprep -q dataset merge p0 p1 -o merged
+dlprep -q dataset verify merged
+# A dataset.json deleted (make's .DELETE_ON_ERROR after a failed rerun): refused with the way on
+# named, taken over with --force; a merge merges over it, removing what its index does not name.
+for layout in files tar; do
+  shards=()
+  [ $layout = tar ] && shards=(--shards 1MB)
+  dlprep -q convert-dataset src lost-$layout --to l3 "${shards[@]}"
+  rm lost-$layout/dataset.json
+  expect_exit 2 dlprep convert-dataset src lost-$layout --to l3 "${shards[@]}" 2>err.txt
+  grep -q 'holds a dataset.s samples.jsonl or data/ but no dataset.json.*--force converts the dataset anew' err.txt ||
+    fail "$layout: $(cat err.txt)"
+  dlprep -q convert-dataset src lost-$layout --to png "${shards[@]}" --force
+  dlprep -q dataset verify lost-$layout
+  find lost-$layout/data -name '*.l3' | grep -q . && fail "$layout: l3 files left after --force"
+done
+rm merged/dataset.json
+touch merged/data/stray.l3
 dlprep -q dataset merge p0 p1 -o merged
 dlprep -q dataset verify merged

@@ -67,12 +67,19 @@ dlprep -q convert-dataset src ds --to png
 json_check 'd["parameters"]["transform"] is None' <ds/dataset.json
 grep -q 'coldripple_640x360".*"width":640,"height":360' ds/samples.jsonl || fail "original size"
 no_temp_files ds
-# A rerun to a size its format cannot store (webp: 16383 per side) fails before it removes the
-# complete dataset's files.
-dlprep -q convert-dataset src wds --to webp --channels rgb --shards 1MB
+# A size its format cannot store (webp: 16383 per side): a --resize to it is refused at once; a
+# rerun that would meet such an image fails before it removes the complete dataset's files.
+expect_exit 2 dlprep convert-dataset src wds --to webp --resize 16384x16 2>err6.txt
+grep -q 'resize 16384x16: webp stores at most 16383 pixels per side' err6.txt || fail "$(cat err6.txt)"
+[ ! -e wds ] || fail "a refused run left its DST"
+mkdir -p wide/a
+make_pnm wide/a/long.ppm 16400 2 3 7
+cp src/*/kay_256x256.png wide/a/
+dlprep -q convert-dataset wide wds --to png --shards 1MB
 before=$(ls -l --full-time -R wds | md5sum)
-expect_exit 1 dlprep convert-dataset src wds --to webp --channels rgb --shards 1MB \
-  --resize 16384x16 2>err6.txt
-grep -q 'webp stores at most 16383 pixels per side, not 16384x16; wds is left as it was' err6.txt ||
-  fail "$(cat err6.txt)"
+expect_exit 1 dlprep convert-dataset wide wds --to webp --shards 1MB 2>err7.txt
+grep -q 'long.ppm: webp stores at most 16383 pixels per side, not 16400x2; wds is left as it was' \
+  err7.txt || fail "$(cat err7.txt)"
 [ "$(ls -l --full-time -R wds | md5sum)" = "$before" ] || fail "changed by the failed rerun"
+dlprep -q convert-dataset wide wds --to webp --max-side 16383 --shards 1MB
+dlprep -q dataset verify wds

@@ -720,6 +720,13 @@ TEST_CASE("an --emit-binary FILE keeps its record under a name not UTF-8, or ano
     CHECK(preprocess(none).days[0].skipped);
     CHECK(fs::last_write_time(file) == written);
   }
+  // "B%FF.bin" escapes to the key of "B\xff.bin": the same size and time make it no FILE of it.
+  const fs::path look_alike = dir / "B%FF.bin";
+  std::ofstream(look_alike) << std::string(fs::file_size(dir / "B\xff.bin"), '\0');
+  fs::last_write_time(look_alike, fs::last_write_time(dir / "B\xff.bin"));
+  none.emit_binary = look_alike;
+  CHECK_FALSE(preprocess(none).days[0].skipped);
+  CHECK(slurp(look_alike) == slurp(dir / "B\xff.bin"));
 }
 
 TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it records") {

@@ -179,7 +179,9 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
       line += " (" + format_bytes(r.source_bytes) + " -> " + format_bytes(r.output_bytes) + ")";
     line += ", " + std::to_string(r.up_to_date) + " up to date";
     if (r.failed > 0) line += ", " + std::to_string(r.failed) + " failed and skipped";
-    if (r.removed > 0) line += ", " + std::to_string(r.removed) + " removed (no longer in SRC)";
+    if (r.removed > 0)
+      line += ", " + std::to_string(r.removed) + " removed (no longer in SRC" +
+              (r.failed > 0 ? ", or skipped)" : ")");
     line += "; " + format_fixed(seconds, 2) + " s";
     print_note(globals, line);
     if (globals.verbose > 0 && r.converted > 0) {

@@ -86,13 +86,19 @@ struct Work {
 // The previous index, read in step with the new one.
 class OldIndex {
  public:
-  explicit OldIndex(const fs::path& path) {
-    if (fs::exists(path)) reader_ = std::make_unique<IndexReader>(path);
+  // `use`: false when nothing of the earlier run is reused (--force, its options unknown).
+  OldIndex(const fs::path& path, bool use) {
+    if (use && fs::exists(path)) reader_ = std::make_unique<IndexReader>(path);
   }
   std::optional<SampleRecord> find(const std::string& key) {
     while (reader_ && window_.size() < kLookahead) {
       SampleRecord r;
-      if (!reader_->next(r)) {
+      bool more = false;
+      try {
+        more = reader_->next(r);
+      } catch (const Error&) {  // damaged from here on: the samples past it are converted again
+      }
+      if (!more) {
         reader_.reset();
         break;
       }
@@ -263,8 +269,8 @@ void Engine::prepare_destination() {
     }
   } else if (is_manifest_lost(dst)) {
     if (!o_.force)
-      throw Error(Errc::invalid_argument,
-                  dst.string() + ": holds a dataset's samples.jsonl or data/ but no " +
+      throw Error(Errc::corrupt_data,
+                  dst.string() + ": holds a dataset's samples.jsonl and data/ but no " +
                       kManifestName +
                       " (deleted by make after a failed run? see .PRECIOUS in "
                       "dlprep-convert-dataset(1)); --force converts the dataset anew, replacing "
@@ -413,7 +419,7 @@ ConvertResult Engine::run() {
   // Pass 2.
   fs::path index_path = o_.destination / kIndexName;
   old_index_mtime_ = mtime_ns(index_path);
-  OldIndex old_index(index_path);
+  OldIndex old_index(index_path, !o_.force && old_manifest_ && !old_manifest_->layout.empty());
   AtomicFile index(index_path, AtomicFile::Mode::defer);  // a rerun may find it current
   ConvertResult result;
   uint64_t ordinal = 0;
@@ -639,35 +645,44 @@ std::string Engine::unstorable(size_t target, const ImageShape& source) const {
 
 namespace {
 
-// The header of a sample, enough for a probe: the first 64 KiB of a file (an image format whose
-// probe wants more, such as BMP and PNM checking the pixel data's size, is read whole), a tar
-// member whole. Nothing of a device or FIFO, which only the conversion may read: nullopt.
-std::optional<ImageShape> probe_shape(const SourceEntry& e) {
+// What the check before changes reads of a sample: that its file is there and no folder, and,
+// named by a list or an index, that its first bytes are an image's; with `probe`, also its
+// header's shape: from the first 64 KiB of a file (read whole when the format's probe wants more,
+// as BMP's and PNM's, which check the pixel data's size), from a tar member whole. A FIFO or a
+// socket, which only the conversion may read, is taken on trust: nullopt.
+std::optional<ImageShape> check_source(const SourceEntry& e, bool probe) {
+  struct stat st {};
+  if (::stat(e.path.c_str(), &st) != 0)
+    throw Error(Errc::io, "cannot open: " + std::string(std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw Error(Errc::io, "is a directory");
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) return std::nullopt;
   thread_local Bytes buffer;
   if (e.member.empty()) {
-    struct stat st {};
-    if (::stat(e.path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    constexpr size_t kHead = size_t{64} << 10;
-    if (static_cast<uint64_t>(st.st_size) > kHead) {
-      const int fd = ::open(e.path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) throw Error(Errc::io, "cannot open: " + std::string(std::strerror(errno)));
-      buffer.resize(kHead);
-      size_t got = 0;
-      while (got < kHead) {
-        const ssize_t n = ::read(fd, buffer.data() + got, kHead - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
-      }
-      ::close(fd);
-      const ByteSpan head(buffer.data(), got);
-      if (const image::Codec* codec = image::sniff_codec(head)) {
-        try {
-          return codec->probe(head).shape;
-        } catch (const Error&) {  // more than the head to check: read whole below
-        }
-      }
+    if (!probe && !e.named) return std::nullopt;  // a walked file's first bytes were sniffed
+    const size_t want = probe ? size_t{64} << 10 : 64;
+    const int fd = ::open(e.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(Errc::io, "cannot open: " + std::string(std::strerror(errno)));
+    buffer.resize(want);
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::read(fd, buffer.data() + got, want - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
     }
+    ::close(fd);
+    const ByteSpan head(buffer.data(), got);
+    if (head.empty()) throw Error(Errc::corrupt_data, "empty file");
+    const image::Codec& codec = image::sniff_codec_or_throw(head);
+    if (!probe) return std::nullopt;
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) <= got)
+      return codec.probe(head).shape;  // all of it
+    try {
+      return codec.probe(head).shape;
+    } catch (const Error&) {  // more than the head to check: read whole below
+    }
+  } else if (!probe) {
+    return std::nullopt;
   }
   SourceBytes bytes(e, buffer);
   if (bytes.bytes().empty()) throw Error(Errc::corrupt_data, "empty file");
@@ -680,6 +695,8 @@ void Engine::check_before_changes(const SampleSource& source) {
   std::vector<char> restricted;
   for (size_t t = 0; t < o_.mix.size(); ++t) restricted.push_back(may_be_unstorable(t));
   const std::string unchanged = "; " + o_.destination.string() + " is left as it was";
+  const bool tar = o_.max_shard_bytes > 0;
+  constexpr size_t kMaxNameBytes = 255;  // NAME_MAX of Linux's file systems
   uint64_t checked = 0, failures = 0;
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     struct Problem {
@@ -693,8 +710,15 @@ void Engine::check_before_changes(const SampleSource& source) {
       if (place.shard(o_.shard_count) != o_.shard_index) return;
       try {
         check_key(e.key);
-        if (!restricted[place.entry]) return;
-        if (const std::optional<ImageShape> shape = probe_shape(e))
+        if (!tar) {  // a name longer than the file system takes fails only at its rename
+          const std::string name =
+              fs::path(e.key).filename().string() + "." + target_codec(place.entry)->extension(3);
+          if (name.size() > kMaxNameBytes)
+            throw Error(Errc::io, "the file name " + name + " is longer than " +
+                                      std::to_string(kMaxNameBytes) + " bytes");
+        }
+        const bool probe = restricted[place.entry] != 0;
+        if (const std::optional<ImageShape> shape = check_source(e, probe); shape && probe)
           problems[i] = {Errc::unsupported, unstorable(place.entry, *shape)};
       } catch (const Error& error) {  // bad data is the sample's failure, not a usage error
         problems[i] = {error.code() == Errc::invalid_argument ? Errc::corrupt_data : error.code(),

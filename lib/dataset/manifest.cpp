@@ -336,17 +336,23 @@ bool is_damaged_manifest(const fs::path& dir) {
 
 bool is_manifest_lost(const fs::path& dir) {
   std::error_code ec;
-  bool ours = false;
+  if (is_dataset(dir) || !fs::is_directory(dir / kDataDir, ec)) return false;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name == kIndexName || name == kDataDir) {
-      ours = true;
-    } else if (name.rfind("." + std::string(kIndexName) + ".tmp.", 0) != 0 &&
-               name.rfind("." + std::string(kManifestName) + ".tmp.", 0) != 0) {
+    if (name != kIndexName && name != kDataDir &&
+        name.rfind("." + std::string(kIndexName) + ".tmp.", 0) != 0 &&
+        name.rfind("." + std::string(kManifestName) + ".tmp.", 0) != 0)
       return false;
-    }
   }
-  return !ec && ours && !is_dataset(dir);
+  if (ec) return false;
+  // samples.jsonl must be a dlprep index: its first record reads as one.
+  try {
+    IndexReader index(dir / kIndexName);
+    SampleRecord first;
+    return index.next(first);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::optional<int64_t> mtime_ns(const fs::path& path) {

@@ -139,9 +139,10 @@ bool is_dataset(const std::filesystem::path& dir);
 /// (not JSON at all, e.g. empty after a crash while it was written, or of this schema with bad
 /// fields) rather than another tool's file or a newer dlprep's.
 bool is_damaged_manifest(const std::filesystem::path& dir);
-/// Whether DIR holds what a conversion or merge writes but its dataset.json: samples.jsonl
-/// and/or data/ (and their temp files), nothing else. Its dataset.json was deleted: by make's
-/// .DELETE_ON_ERROR (or on Ctrl-C) after a failed run had changed it, or by hand.
+/// Whether DIR holds what a conversion or merge writes but its dataset.json: data/ and a
+/// samples.jsonl whose first record reads as a dlprep index's (and their temp files), nothing
+/// else. Its dataset.json was deleted: by make's .DELETE_ON_ERROR (or on Ctrl-C) after a failed
+/// run had changed it, or by hand.
 bool is_manifest_lost(const std::filesystem::path& dir);
 /// A source path as a manifest records it, spelled the same whatever the trailing slash or "./"
 /// ("train/" and "train" are one source: a rerun spelt the other way changes nothing).

@@ -265,7 +265,8 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->check(kNotNegative)
       ->each([o](const std::string&) { o->max_errors_given = true; });
   cmd->add_flag("-f,--force", o->force,
-                "convert every sample, even those up to date (also after a damaged dataset.json)");
+                "convert every sample, even those up to date (also after a damaged or deleted "
+                "dataset.json)");
   cmd->footer(
       "SRC is a directory tree whose first-level folders are the class labels (ImageFolder), a\n"
       "list file with one PATH or PATH<TAB>LABEL per line, or an existing dlprep dataset. Images\n"
@@ -288,8 +289,9 @@ Action add_convert_dataset_command(CLI::App& app) {
       "location, bytes, width, height, channels, crc32) and data/<key>.<ext>. A rerun converts\n"
       "only samples whose file is missing, older than its source, or made with other options;\n"
       "an interrupted run (exit 130) resumes. Samples are converted in parallel (-j). A run with\n"
-      "other options first checks every sample's key and, where its new format may not store\n"
-      "it (channels, size), its header: it stops at the first that would fail, DST unchanged.\n"
+      "other options (or --force) first checks every sample's key, file and, where its new\n"
+      "format may not store it (channels, size), header: it stops at the first whose key, file\n"
+      "or header would fail (with --on-error skip: past --max-errors), DST unchanged.\n"
       "Until a run completes, dataset.json says \"complete\": false and is dated 1970, so that a\n"
       "Makefile rule whose target it is runs again after a failure (declare it .PRECIOUS:\n"
       "make deletes a target its failed recipe changed).\n"

@@ -66,3 +66,25 @@ expect_exit 1 dlprep convert-dataset bad badds --to bmp 2>err.txt
 grep -q "sample key 'c/kay_256x256' is not unique.*; badds is left as it was" err.txt ||
   fail "duplicate key: $(cat err.txt)"
 [ "$(ls -l --full-time -R badds | md5sum)" = "$before" ] || fail "changed by the failed reruns"
+# A list naming a file that is gone, or a folder, and a name too long for the new format's
+# extension fail the check too, whatever the format.
+mkdir -p lst
+cp "$SAMPLE_DATA"/images/kay_256x256.png "$SAMPLE_DATA"/images/kite_199x301.png lst/
+printf 'kay_256x256.png\nkite_199x301.png\n' >lst/base.txt
+dlprep -q convert-dataset lst/base.txt lds --to png
+before=$(ls -l --full-time -R lds | md5sum)
+mkdir lst/folder.png
+for entry in missing.png folder.png; do
+  printf 'kay_256x256.png\nkite_199x301.png\n%s\n' $entry >lst/base.txt
+  expect_exit 1 dlprep convert-dataset lst/base.txt lds --to l3 2>err.txt
+  grep -q "$entry: .*; lds is left as it was" err.txt || fail "$entry: $(cat err.txt)"
+done
+printf 'kay_256x256.png\nkite_199x301.png\n' >lst/base.txt
+long=$(printf 'a%.0s' $(seq 251))
+cp "$SAMPLE_DATA"/images/autumn_320x240.png lst/$long.png
+echo $long.png >>lst/base.txt
+dlprep -q convert-dataset lst/base.txt lds2 --to png
+expect_exit 1 dlprep convert-dataset lst/base.txt lds2 --to webp 2>err.txt
+grep -q "the file name a*.webp is longer than 255 bytes; lds2 is left as it was" err.txt ||
+  fail "long name: $(cat err.txt)"
+[ "$(ls -l --full-time -R lds | md5sum)" = "$before" ] || fail "changed by the failed reruns"

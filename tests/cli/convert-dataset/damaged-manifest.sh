@@ -47,8 +47,8 @@ for layout in files tar; do
   [ $layout = tar ] && shards=(--shards 1MB)
   dlprep -q convert-dataset src lost-$layout --to l3 "${shards[@]}"
   rm lost-$layout/dataset.json
-  expect_exit 2 dlprep convert-dataset src lost-$layout --to l3 "${shards[@]}" 2>err.txt
-  grep -q 'holds a dataset.s samples.jsonl or data/ but no dataset.json.*--force converts the dataset anew' err.txt ||
+  expect_exit 1 dlprep convert-dataset src lost-$layout --to l3 "${shards[@]}" 2>err.txt
+  grep -q 'holds a dataset.s samples.jsonl and data/ but no dataset.json.*--force converts the dataset anew' err.txt ||
     fail "$layout: $(cat err.txt)"
   dlprep -q convert-dataset src lost-$layout --to png "${shards[@]}" --force
   dlprep -q dataset verify lost-$layout
@@ -58,3 +58,18 @@ rm merged/dataset.json
 touch merged/data/stray.l3
 dlprep -q dataset merge p0 p1 -o merged
 dlprep -q dataset verify merged
+# Not taken for a dataset that lost its dataset.json: a folder of the user's with only data/, or
+# with a samples.jsonl that is no dlprep index; a damaged index is not read by --force.
+mkdir -p mine/data
+cp "$SAMPLE_DATA"/images/kay_256x256.png mine/data/holiday.png
+expect_exit 2 dlprep dataset merge p0 p1 -o mine 2>err.txt
+grep -q 'is not a dlprep dataset' err.txt || fail "merge into the user's data/: $(cat err.txt)"
+echo '{"my": "annotations"}' >mine/samples.jsonl
+expect_exit 2 dlprep convert-dataset src mine --to l3 --force 2>err.txt
+grep -q 'is not a dlprep dataset' err.txt || fail "the user's samples.jsonl: $(cat err.txt)"
+[ -f mine/data/holiday.png ] || fail "the user's file was removed"
+dlprep -q convert-dataset src idx --to l3
+echo garbage >idx/samples.jsonl
+: >idx/dataset.json
+dlprep -q convert-dataset src idx --to l3 --force
+dlprep -q dataset verify idx

@@ -770,11 +770,12 @@ void OutputDirectory::discard_if_empty() noexcept {
   if (!created_.empty()) remove_empty_tree(created_);
 }
 
-DirectoryLock::DirectoryLock(const fs::path& dir) {
+DirectoryLock::DirectoryLock(const fs::path& dir, Access access) {
   fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd_ < 0) throw io_error(dir, "cannot open", errno);
+  const int mode = access == Access::write ? LOCK_EX : LOCK_SH;
   int rc;
-  while ((rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  while ((rc = ::flock(fd_, mode | LOCK_NB)) != 0 && errno == EINTR) {
   }
   if (rc == 0) return;
   const int err = errno;

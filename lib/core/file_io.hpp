@@ -193,9 +193,13 @@ class OutputDirectory {
 /// second dlprep run writing into the same directory (a Makefile's -j, a repeated CI job) stops
 /// at once instead of interleaving its files with the first's. It leaves no file behind; a
 /// crashed holder releases it. Throws Error(io) "DIR: another dlprep run is writing into it".
+/// `Access::read` takes a shared lock instead, for a run that reads what another writes there
+/// (a vocabulary): it fails, with the same error, while a writer holds the directory, and a
+/// writer fails while it is held.
 class DirectoryLock {
  public:
-  explicit DirectoryLock(const std::filesystem::path& dir);
+  enum class Access { write, read };
+  explicit DirectoryLock(const std::filesystem::path& dir, Access access = Access::write);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;

@@ -152,8 +152,18 @@ void Run::validate() {
                       "outputs would be replaced; write to another directory");
     // A partial checkpoint (its run interrupted, or still running) is not that run's vocabulary:
     // values first seen in its later days would get the OOV ID, which the whole vocabulary gives
-    // to a value.
+    // to a value. Its run's directory is held (shared) until the vocabulary is read: a run
+    // writing it anew now is refused, as is one that starts meanwhile.
     const fs::path vocab_json = vocab_json_of(from);
+    const fs::path vocab_dir = vocab_json.parent_path();
+    const fs::path run_dir = vocab_dir.filename() == "vocab" ? vocab_dir.parent_path() : vocab_dir;
+    try {
+      vocab_from_lock_.emplace(run_dir.empty() ? fs::path(".") : run_dir,
+                               DirectoryLock::Access::read);
+    } catch (const Error& e) {
+      throw Error(Errc::invalid_argument, "--vocab-from " + from.string() + ": " + e.what() +
+                                              " (its vocabulary is being made): finish it first");
+    }
     const json v = read_json_file(vocab_json);
     if (v.is_object() && v.contains("days") && v["days"].is_array() &&
         v.value("days_done", json()).is_number_unsigned() &&
@@ -327,6 +337,7 @@ PreprocessStats Run::execute() {
     // Without arrays, FILE is all a run writes: complete, there is nothing to read.
     const bool nothing_to_write = emit_complete && !pass2_runs;
     load_vocab_from(*o_.vocab_from);
+    vocab_from_lock_.reset();
     stats_.vocab_reused = true;
     stats_.single_pass = !nothing_to_write && single_pass_allowed();
     if (nothing_to_write) {

@@ -203,6 +203,7 @@ class Run {
   int warnings_ = 0;
   std::optional<OutputDirectory> out_dir_;  // created by the run
   std::optional<DirectoryLock> out_lock_;
+  std::optional<DirectoryLock> vocab_from_lock_;  // shared, until the vocabulary is read
   size_t earlier_run_days_ = 0;  // read before this run writes a file
   bool days_recorded_ = false;   // record_days() wrote its record
   std::optional<AtomicFile> emit_;

@@ -225,11 +225,13 @@ Action add_convert_dataset_command(CLI::App& app) {
   auto* resize = cmd->add_option("--resize", o->resize,
                                  "resize every image to exactly WxH pixels (Lanczos-3); "
                                  "stretches unless --center-crop")
-                     ->type_name("WxH");
+                     ->type_name("WxH")
+                     ->check(kNotEmpty);
   auto* max_side = cmd->add_option("--max-side", o->max_side,
                                    "shrink images whose longer side exceeds N to exactly N, "
                                    "keeping the aspect ratio (never enlarges)")
-                       ->type_name("N");
+                       ->type_name("N")
+                       ->check(kNotEmpty);
   resize->excludes(max_side);
   max_side->excludes(resize);
   cmd->add_flag("--center-crop", o->center_crop,
@@ -244,7 +246,8 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->transform(kDecimal)
       ->check(kNotNegative);
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
-      ->type_name("K/N");
+      ->type_name("K/N")
+      ->check(kNotEmpty);
   cmd->add_option("--shards", o->shards,
                   "write tar shards of at most SIZE (e.g. 1GiB, 500MB) instead of a file tree")
       ->type_name("SIZE")

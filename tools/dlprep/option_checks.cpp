@@ -90,6 +90,10 @@ const CLI::Validator kDecimal(
     },
     "");
 
+const CLI::Validator kNotEmpty(
+    [](const std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
+    "");
+
 const CLI::Validator kNotNegative(
     [](const std::string& text) {
       const size_t first = text.find_first_not_of(" \t");

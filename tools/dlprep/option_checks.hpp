@@ -16,6 +16,10 @@ extern const CLI::Validator kDecimal;
 /// giving one dataset), surprises rather than errors.
 extern const CLI::Validator kNotNegative;
 
+/// For an option whose absence means "none": an empty value (`--resize "$SIZE"` with SIZE unset)
+/// is refused ("must not be empty"), not taken for the option left out.
+extern const CLI::Validator kNotEmpty;
+
 /// A finite number from `lo` to `hi` ("'abc' is not a number", "must be from 1 to 100"); with
 /// `whole`, an integer ("'1.5' is not a whole number").
 CLI::Validator number_in(double lo, double hi, bool whole = false);

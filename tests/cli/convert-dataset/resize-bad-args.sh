@@ -30,6 +30,10 @@ expect_exit 2 dlprep convert-dataset src out --mix-from gif.json
 echo '{"schema": "dlprep.profile-mix/1", "mix": [{"spec": "png", "ratio": 1}]}' >ok.json
 expect_exit 2 dlprep convert-dataset src out --mix-from ok.json --to png
 expect_exit 2 dlprep convert-dataset src out --mix png:1 --mix-from ok.json
+# An empty value (a shell variable left unset) is no value: refused, not taken for none.
+expect_exit 2 dlprep convert-dataset src out --to png --resize ""
+expect_exit 2 dlprep convert-dataset src out --to png --max-side ""
+expect_exit 2 dlprep convert-dataset src out --to png --shard ""
 [ ! -e out ] || fail "output written despite a usage error"
 # A minimal valid report works.
 dlprep -q convert-dataset src out --mix-from ok.json --resize 4x2

@@ -698,6 +698,25 @@ TEST_CASE("runs sharing an OUTDIR keep each other's --emit-binary FILE and vocab
   CHECK(json::parse(slurp(own.out_dir / "state.json"))["emit_files"].size() == 1);
 }
 
+TEST_CASE("vocab_from refuses a vocabulary whose run is writing it, and holds it while read") {
+  fs::path dir = scratch("vocab_from_locked");
+  PreprocessOptions test = with_trained_vocab({kSamples / "nvtabular_day_0.gz"}, dir);
+  {
+    DirectoryLock writing(dir / "train");  // as a training rerun into it holds it
+    try {
+      preprocess(test);
+      FAIL("read a vocabulary being written");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::invalid_argument);
+      CHECK(std::string(e.what()).find("another dlprep run is writing into it") !=
+            std::string::npos);
+    }
+  }
+  CHECK(preprocess(test).rows == 1000);
+  // Released once read: a training rerun can take the directory again.
+  CHECK_NOTHROW(DirectoryLock(dir / "train"));
+}
+
 TEST_CASE("an --emit-binary FILE keeps its record under a name not UTF-8, or another spelling") {
   fs::path dir = scratch("emit_file_names");
   PreprocessOptions none = with_trained_vocab({kSamples / "deepctr_200.tsv"}, dir);

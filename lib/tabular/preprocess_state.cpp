@@ -152,15 +152,17 @@ json Run::pass2_fingerprint() const {
               {"log_offset", o_.log_offset},
               {"split_last", static_cast<int>(o_.split_last)},
               {"on_bad_row", bad_row_policy_name(o_.on_bad_row)},
-              {"vocab_from", o_.vocab_from ? escape_invalid_utf8(o_.vocab_from->string()) : ""}};
+              {"vocab_from", o_.vocab_from.has_value()}};
   if (!o_.vocab_from) {
     // The vocabulary built from the inputs, as far as its size tells.
     uint64_t rows = 0;
     for (const auto& d : stats_.days) rows += d.rows;
     fp2["vocab_rows"] = rows;
   } else {
-    // A rebuilt vocabulary at the same path must not reuse outputs made with the old one.
-    fp2["vocab_from_id"] = file_identity(vocab_json_of(*o_.vocab_from));
+    // Which vocabulary, however its path is spelled (DIR or DIR/vocab, relative or absolute):
+    // its vocab.json's identity, so that a rebuilt one at the same path reuses no outputs
+    // made with the old.
+    fp2["vocab_from_id"] = file_identity(resolved_path(vocab_json_of(*o_.vocab_from)));
   }
   json inputs = json::array();
   for (const auto& p : o_.inputs) inputs.push_back(file_identity(p));

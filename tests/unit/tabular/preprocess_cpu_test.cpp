@@ -766,6 +766,11 @@ TEST_CASE("a vocab_from single pass resumes from state.json, with the counts it 
   CHECK(again.days[1].input_bytes == first.days[1].input_bytes);
   // Nothing written, not even the same state.json anew (a Makefile rule on it would rerun).
   CHECK(fs::last_write_time(o.out_dir / "state.json") == state_written);
+  // The vocabulary named another way (its vocab/ folder, through "."): the same one.
+  PreprocessOptions spelled = o;
+  spelled.vocab_from = dir / "." / "train" / "vocab";
+  CHECK(preprocess(spelled).days[1].skipped);
+  CHECK(fs::last_write_time(o.out_dir / "state.json") == state_written);
   // Without outputs, the reused vocabulary is all there is: every day is up to date.
   PreprocessOptions none = base({kSamples / "deepctr_200.tsv"}, dir / "none");
   none.output_format = OutputFormat::none;

@@ -265,9 +265,17 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   };
   if (!result.manifest.complete) {
     ++result.dataset_problems;
+    bool writing = false;  // a run that holds the dataset now: no rerun to advise
+    try {
+      DirectoryLock reading(o.dataset, DirectoryLock::Access::read);
+    } catch (const Error&) {
+      writing = true;
+    }
     report(differs((o.dataset / kManifestName).string(),
-                   "the dataset is incomplete (a conversion or merge was interrupted or failed); "
-                   "rerun the command that made it"));
+                   writing ? "the dataset is incomplete: a conversion or merge is writing into it "
+                             "now; verify it once that run has ended"
+                           : "the dataset is incomplete (a conversion or merge was interrupted or "
+                             "failed); rerun the command that made it"));
     // Interrupted before its first index: nothing more to check.
     std::error_code ec;
     if (!fs::exists(o.dataset / kIndexName, ec)) return result;

@@ -70,7 +70,9 @@ Size parse_size(std::string_view text) {
   uint64_t w = 0, h = 0;
   auto number = [](std::string_view part, uint64_t& v) {
     auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+    if (ec == std::errc::result_out_of_range) v = UINT64_MAX;  // too large, not malformed
+    return !part.empty() && (ec == std::errc() || ec == std::errc::result_out_of_range) &&
+           end == part.data() + part.size();
   };
   if (x == std::string_view::npos || !number(text.substr(0, x), w) ||
       !number(text.substr(x + 1), h))

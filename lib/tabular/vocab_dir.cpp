@@ -208,6 +208,12 @@ SavedVocab read_vocab_dir(const fs::path& where, MemoryGuard* guard) {
 
 void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
   const fs::path file = vocab_json_of(vocab_from);
+  std::error_code ec;
+  if (fs::is_directory(vocab_from, ec) && !fs::exists(file, ec))
+    throw Error(Errc::invalid_argument,
+                "--vocab-from " + vocab_from.string() +
+                    ": holds no vocabulary (no vocab.json, nor vocab/vocab.json): not an OUTDIR "
+                    "of criteo-preprocess, or one made with --no-vocab?");
   const json v = read_json_file(file);
   if (!v.is_object() || !v.contains("conventions")) return;  // a vocabulary of an older dlprep
   const json& c = v.at("conventions");

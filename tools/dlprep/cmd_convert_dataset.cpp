@@ -209,9 +209,11 @@ Action add_convert_dataset_command(CLI::App& app) {
   auto* to = cmd->add_option("--to", o->to,
                              "one target format: l3, png[:LEVEL], bmp, ppm, "
                              "webp[:lossless|QUALITY], jpeg[:QUALITY]")
-                 ->type_name("FMT[:OPTS]");
+                 ->type_name("FMT[:OPTS]")
+                 ->check(kNotEmpty);
   auto* mix = cmd->add_option("--mix", o->mix, "formats and their shares, e.g. l3:0.6,bmp:0.4")
-                  ->type_name("FMT[:OPTS]:RATIO,...");
+                  ->type_name("FMT[:OPTS]:RATIO,...")
+                  ->check(kNotEmpty);
   to->excludes(mix);
   mix->excludes(to);
   auto* mix_from =

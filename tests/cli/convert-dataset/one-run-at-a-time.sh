@@ -38,3 +38,13 @@ grep -q "out: another dlprep run is writing into it" err.txt || fail "message: $
 release
 dlprep -q criteo-preprocess "$SAMPLE_DATA/criteo/deepctr_200.tsv" -o out
 [ -f out/day_0_sparse.npy ] || fail "no output after the lock was released"
+# dataset verify of a dataset that a run is writing now says so, instead of advising a rerun.
+mkdir -p inc/c
+cp "$SAMPLE_DATA"/images/kay_256x256.png inc/c/
+printf '\x89PNG\r\n\x1a\nGARBAGE' >inc/c/bad.png
+expect_exit 1 dlprep -q convert-dataset inc incds --to l3 2>/dev/null
+expect_exit 3 flock incds dlprep dataset verify incds 2>err.txt
+grep -q 'the dataset is incomplete: a conversion or merge is writing into it now' err.txt ||
+  fail "verify while held: $(cat err.txt)"
+expect_exit 3 dlprep dataset verify incds 2>err.txt
+grep -q 'interrupted or failed); rerun the command that made it' err.txt || fail "$(cat err.txt)"

@@ -34,6 +34,9 @@ expect_exit 2 dlprep convert-dataset src out --mix png:1 --mix-from ok.json
 expect_exit 2 dlprep convert-dataset src out --to png --resize ""
 expect_exit 2 dlprep convert-dataset src out --to png --max-side ""
 expect_exit 2 dlprep convert-dataset src out --to png --shard ""
+expect_exit 2 dlprep convert-dataset src out --to ""
+# Past 2^64 a side is too large, as past 65535, not malformed.
+expect_exit 2 dlprep convert-dataset src out --to png --resize 99999999999999999999x1
 [ ! -e out ] || fail "output written despite a usage error"
 # A minimal valid report works.
 dlprep -q convert-dataset src out --mix-from ok.json --resize 4x2

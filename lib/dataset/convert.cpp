@@ -664,11 +664,11 @@ std::optional<ImageShape> check_source(const SourceEntry& e, bool probe) {
     if (fd < 0) throw Error(Errc::io, "cannot open: " + std::string(std::strerror(errno)));
     buffer.resize(want);
     size_t got = 0;
-    while (got < want) {
-      const ssize_t n = ::read(fd, buffer.data() + got, want - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
+    try {
+      got = read_up_to(fd, buffer.data(), want, e.path);
+    } catch (...) {
+      ::close(fd);
+      throw;
     }
     ::close(fd);
     const ByteSpan head(buffer.data(), got);

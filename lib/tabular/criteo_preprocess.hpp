@@ -58,7 +58,7 @@ struct PreprocessOptions {
   Device device = Device::cpu;
   /// Modulus per sparse column (DLRM's max_ind_range); 0 = none (full 32-bit values).
   std::array<uint32_t, kNumSparse> modulus{};
-  /// Values seen fewer than min_freq times in pass 1 map to the OOV ID (1 = keep every value).
+  /// Values seen fewer than min_freq times in pass 1 map to the OOV ID (0 or 1 = keep every value).
   uint64_t min_freq = 1;
   /// ID of the first kept value of each column; IDs are contiguous in first-appearance order.
   int64_t id_base = 0;

@@ -464,7 +464,11 @@ PreprocessStats Preprocessor::run(const PreprocessOptions& options) {
   if (backend_ && (options.device != device_ || threads != threads_)) backend_.reset();
   device_ = options.device;
   threads_ = threads;
-  preprocess_detail::Run run(options, backend_);
+  // min_freq 0 (NVTabular's freq_threshold for none) keeps every value, as 1 does: recorded as 1,
+  // the one spelling a vocab_from run takes.
+  PreprocessOptions o = options;
+  o.min_freq = std::max<uint64_t>(o.min_freq, 1);
+  preprocess_detail::Run run(o, backend_);
   return run.run();
 }
 

@@ -230,7 +230,7 @@ void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
   if (!c.is_object()) throw bad("*");
   PreprocessOptions t = o;  // o changes only when every field is good
   try {
-    t.min_freq = integer("min_freq", 1);
+    t.min_freq = std::max<uint64_t>(integer("min_freq", 0), 1);  // 0: an older dlprep's 1
     t.id_base = static_cast<int64_t>(integer("id_base", 0));
     if (c.at("oov_id").is_null())
       t.oov_id.reset();

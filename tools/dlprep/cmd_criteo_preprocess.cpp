@@ -311,7 +311,8 @@ Action add_criteo_preprocess_command(CLI::App& app) {
                       "modulus M of the hex values (DLRM max_ind_range): one value, or 26 "
                       "comma-separated; 0 = none [default: 0]")
           ->type_name("M[,M...]"));
-  add(cmd->add_option("--min-freq", c->min_freq, "values seen fewer than F times map to the OOV ID")
+  add(cmd->add_option("--min-freq", c->min_freq,
+                      "values seen fewer than F times map to the OOV ID (0, 1: keep all)")
           ->capture_default_str()
           ->type_name("F")
           ->transform(kDecimal)

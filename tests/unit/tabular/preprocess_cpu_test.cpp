@@ -839,13 +839,24 @@ TEST_CASE("a vocabulary records its run's conventions, which a vocab_from run ca
   apply_vocab_conventions(dir / "none", o);
   CHECK(o.log_offset == 5);
   CHECK(o.output_format == OutputFormat::dlrm);
+  // min_freq 0 (NVTabular's freq_threshold=0) keeps every value, as 1 does, and is recorded as 1,
+  // so that a vocab_from run takes it.
+  PreprocessOptions all = base({kSamples / "deepctr_200.tsv"}, dir / "all");
+  all.min_freq = 0;
+  const PreprocessStats kept_all = preprocess(all);
+  apply_vocab_conventions(dir / "all", o);
+  CHECK(o.min_freq == 1);
+  CHECK(kept_all.kept == kept_all.cardinality);
+  PreprocessOptions applied = base({kSamples / "deepctr_200.tsv"}, dir / "applied");
+  applied.vocab_from = dir / "all";
+  CHECK(preprocess(applied).num_embeddings == kept_all.num_embeddings);
   // Damaged fields are corrupt data naming the file, and change nothing.
   const fs::path vj = dir / "torchrec" / "vocab" / "vocab.json";
   const std::string good = slurp(vj);
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"\"id_base\": 2", "\"id_base\": -2"},
            {"\"oov_id\": 1", "\"oov_id\": 1.5"},
-           {"\"min_freq\": 2", "\"min_freq\": 0"},
+           {"\"min_freq\": 2", "\"min_freq\": -1"},
            {"\"log_offset\": 3.0", "\"log_offset\": -1"},
            {"\"output_format\": \"npy\"", "\"output_format\": \"csv\""},
            {"\"apply_log\": true", "\"apply_log\": 1"},

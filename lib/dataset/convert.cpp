@@ -176,6 +176,9 @@ class Engine {
   Manifest manifest_;
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
   std::optional<int64_t> old_index_mtime_;
+  // The previous run completed: its index records every file as that run wrote it, so a file
+  // that differs from its record was changed since (damage, an edit) and is converted again.
+  bool old_index_exact_ = false;
   std::unique_ptr<TarShards> tar_;  // the tar layout's shards, null for the file tree
   // Set before the first change to the destination; never, in a rerun with nothing to do.
   std::unique_ptr<IncompleteMark> mark_;
@@ -419,6 +422,7 @@ ConvertResult Engine::run() {
   // Pass 2.
   fs::path index_path = o_.destination / kIndexName;
   old_index_mtime_ = mtime_ns(index_path);
+  old_index_exact_ = old_manifest_ && old_manifest_->complete;
   OldIndex old_index(index_path, !o_.force && old_manifest_ && !old_manifest_->layout.empty());
   AtomicFile index(index_path, AtomicFile::Mode::defer);  // a rerun may find it current
   ConvertResult result;
@@ -775,7 +779,9 @@ bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) co
   } catch (const Error&) {
     return false;
   }
-  return true;
+  // Touched (a copy without -p) is fine; other bytes are not this sample's conversion.
+  return !(old_index_exact_ && w.old && w.old->location == location && w.old->format == t.format &&
+           (w.old->bytes != r.bytes || w.old->crc32 != r.crc32));
 }
 
 // Tar layout: a sample proposed from an earlier run's shard is kept when its source is no newer
@@ -788,7 +794,8 @@ bool Engine::keep_member(Work& w) const {
   r.source = source_name(w.entry);
   auto src_mtime = mtime_ns(w.entry.path);
   if (!src_mtime || *src_mtime > w.kept->shard->mtime_ns ||
-      !recover_record(*w.kept, o_.mix[w.target].target.format, w.old, old_index_mtime_, r)) {
+      !recover_record(*w.kept, o_.mix[w.target].target.format, w.old, old_index_mtime_,
+                      old_index_exact_, r)) {
     r = SampleRecord();
     return false;
   }

@@ -79,7 +79,7 @@ std::string member_name(std::string_view key, const image::Codec& codec, uint32_
 
 bool recover_record(const KeptSample& kept, const std::string& format,
                     const std::optional<SampleRecord>& old,
-                    std::optional<int64_t> old_index_mtime_ns, SampleRecord& r) {
+                    std::optional<int64_t> old_index_mtime_ns, bool old_is_exact, SampleRecord& r) {
   r.format = format;
   r.location = kept.shard->location;
   r.offset = kept.data_offset;
@@ -99,7 +99,9 @@ bool recover_record(const KeptSample& kept, const std::string& format,
   } catch (const Error&) {
     return false;
   }
-  return true;
+  return !(old_is_exact && old && old->format == format &&
+           (old->location != r.location || old->offset != r.offset || old->bytes != r.bytes ||
+            old->crc32 != r.crc32));
 }
 
 struct TarShards::Cursor {

@@ -56,10 +56,12 @@ struct KeptSample {
 /// from `old` (the previous index's record of the key) when it names the same member and the
 /// shard is unchanged since that index was written (old_index_mtime_ns), else from the member's
 /// bytes (sniff, probe, crc32). The key, label, ordinal and source must already be set.
-/// False if the member is not a decodable image in `format`.
+/// False if the member is not a decodable image in `format`, or, when `old_is_exact` (the run
+/// that wrote that index completed), if its bytes are not what `old` records of them.
 bool recover_record(const KeptSample& kept, const std::string& format,
                     const std::optional<SampleRecord>& old,
-                    std::optional<int64_t> old_index_mtime_ns, SampleRecord& record);
+                    std::optional<int64_t> old_index_mtime_ns, bool old_is_exact,
+                    SampleRecord& record);
 
 /// What the tar layout needs to know of a conversion.
 struct TarLayout {

@@ -234,21 +234,34 @@ std::vector<std::string> count_differences(const Manifest& index, const Manifest
   return out;
 }
 
+// Where a tar shard's last sample ends: the header after its image's data, and whether its
+// .cls member comes there.
+struct ShardTail {
+  uint64_t offset = 0;
+  bool cls = false;
+};
+
 // A tar shard must be whole to its end-of-archive marker: tar, Python's tarfile and WebDataset
-// fail on one cut short, though every sample in it may still check out. Read from the header
-// after its last sample's data (`tail`: its .cls member, then the marker), not from the start,
-// which would read the whole shard from disk a second time.
-void check_shard_ends(const fs::path& path, uint64_t tail) {
+// fail on one cut short, though every sample in it may still check out. And it must end with its
+// last sample: a member appended after it (tar -r) is a sample WebDataset reads that the index
+// does not name. Samples lie back to back, so no other place can hold one without moving those
+// after it. Read from the tail, not from the start, which would read the whole shard from disk
+// a second time.
+void check_shard_ends(const fs::path& path, ShardTail tail) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return;  // its samples are reported missing
   MappedFile file(path);
-  if (tail > file.bytes().size()) return;  // that sample is reported past the end
-  tar::TarReader reader(file.bytes(), tail);
+  if (tail.offset > file.bytes().size()) return;  // that sample is reported past the end
+  tar::TarReader reader(file.bytes(), tail.offset);
   tar::Member member;
   try {
-    while (reader.next(member)) {
-    }
+    for (bool cls = tail.cls; reader.next(member); cls = false)
+      if (!cls)  // the last sample's .cls is checked with the sample
+        throw differs(path.string(), "member '" + member.name +
+                                         "' after the last sample is not in the index (added "
+                                         "by hand or another tool?)");
   } catch (const Error& e) {
+    if (e.code() == Errc::mismatch) throw;
     throw differs(path.string(), std::string("not a whole tar archive: ") + e.what());
   }
 }
@@ -284,7 +297,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   Manifest counted;
   // Tar layout: the shard files the index names, each with where its last sample's data ends
   // (rounded up to the next header).
-  std::map<std::string, uint64_t> shards;
+  std::map<std::string, ShardTail> shards;
   std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   // Each worker takes records from the streamed index under this lock, for as long as the run
@@ -315,10 +328,11 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
         for (const auto& rec : taken) {
           counted.count(rec);
           if (rec.offset) {
-            uint64_t& tail = shards[rec.location];
+            ShardTail& tail = shards[rec.location];
             // A hostile offset near 2^64 must not wrap the sum.
-            if (*rec.offset < (uint64_t{1} << 62) && rec.bytes < (uint64_t{1} << 62))
-              tail = std::max(tail, *rec.offset + tar::padded(rec.bytes));
+            if (*rec.offset < (uint64_t{1} << 62) && rec.bytes < (uint64_t{1} << 62) &&
+                *rec.offset + tar::padded(rec.bytes) > tail.offset)
+              tail = {*rec.offset + tar::padded(rec.bytes), !rec.label.empty()};
           }
           listed.push_back(std::hash<std::string>{}(rec.location));
         }
@@ -364,7 +378,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   }
   // Only a complete dataset's shards are finished (an interrupted run's last one is not).
   if (m.complete) {
-    std::vector<std::pair<std::string, uint64_t>> shard_list(shards.begin(), shards.end());
+    std::vector<std::pair<std::string, ShardTail>> shard_list(shards.begin(), shards.end());
     parallel_for(shard_list.size(), o.threads, [&](size_t i) {
       try {
         check_shard_ends(o.dataset / shard_list[i].first, shard_list[i].second);

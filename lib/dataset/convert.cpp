@@ -27,7 +27,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -308,9 +310,11 @@ ConvertResult Engine::run() {
   std::set<std::string> labels;  // tar: the class index of a label is its rank
   count_not_images_ = true;
   uint64_t scanned = 0, unlabeled = 0;
+  uint64_t digest = 0;  // of the labels and keys in order: parts of one source state agree on it
   std::string first_unlabeled;
   for_each_batch(source, [&](std::vector<SourceEntry>& batch) {
     for (const auto& e : batch) {
+      digest = key_hash(e.key, key_hash(e.label, digest));
       assigner_->add(e.label, e.key);
       if (tar && !e.label.empty()) labels.insert(e.label);
       if (e.label.empty() && unlabeled++ == 0) first_unlabeled = e.key;
@@ -354,6 +358,10 @@ ConvertResult Engine::run() {
       old_manifest_ && !old_manifest_->created.empty() ? old_manifest_->created : utc_now();
   manifest_.source_kind = source_kind_name(source.kind());
   manifest_.source_path = recorded ? recorded->string() : source_path_text(o_.source.string());
+  manifest_.source_samples = scanned;
+  char digest_hex[17];
+  std::snprintf(digest_hex, sizeof digest_hex, "%016" PRIx64, digest);
+  manifest_.source_digest = digest_hex;
   manifest_.seed = o_.seed;
   manifest_.shuffled = o_.shuffle;
   manifest_.shard_index = o_.shard_index;

@@ -63,6 +63,14 @@ std::string difference(const Manifest& a, const Manifest& b) {
                   std::to_string(b.labels.size()) + " classes"),
        })
     if (!d.empty()) return d;
+  // Of one source, but in another state (files added or removed between the parts' runs), or
+  // two lists that share a name (/dev/fd/63): its samples would be dealt to the parts anew.
+  if (!a.source_digest.empty() && !b.source_digest.empty() &&
+      (a.source_samples != b.source_samples || a.source_digest != b.source_digest))
+    return "source samples: " + std::to_string(a.source_samples) + " (digest " + a.source_digest +
+           ") vs " + std::to_string(b.source_samples) + " (digest " + b.source_digest +
+           "): the parts saw different sources, or the source changed between their runs; "
+           "convert the older parts again";
   if (a.labels != b.labels)
     return "labels: the same number of classes, in another order or named otherwise";
   return "";

@@ -161,6 +161,10 @@ std::string manifest_to_json(const Manifest& m) {
   j["created"] = m.created;
   j["complete"] = m.complete;
   j["source"] = {{"kind", m.source_kind}, {"path", m.source_path}};
+  if (!m.source_digest.empty()) {
+    j["source"]["samples"] = m.source_samples;
+    j["source"]["digest"] = m.source_digest;
+  }
   j["layout"] = m.layout;
   if (m.layout == "tar")
     j["tar"] = {
@@ -210,6 +214,8 @@ Manifest manifest_from_json(std::string_view text) {
     const Json& source = member(j, "source");
     m.source_kind = get<std::string>(source, "kind");
     m.source_path = get<std::string>(source, "path");
+    m.source_samples = get_or<uint64_t>(source, "samples", 0);
+    m.source_digest = get_or<std::string>(source, "digest", "");
     m.layout = get_or<std::string>(j, "layout", "files");
     if (m.layout == "tar") {
       const Json& tar = member(j, "tar");

@@ -97,6 +97,11 @@ struct Manifest {
   bool complete = false;    ///< false while a conversion runs (or after it was interrupted)
   std::string source_kind;  ///< "directory", "list" or "dataset"
   std::string source_path;
+  /// What the source held when the dataset was made (every part's, with --shard): its samples,
+  /// and a digest of their labels and keys in order ("" when not recorded, before 2026-11-29).
+  /// Parts that disagree were converted from different states of the source.
+  uint64_t source_samples = 0;
+  std::string source_digest;
   uint64_t seed = 0;
   /// The samples in --shuffle's order, drawn from the seed ("order": "shuffled" in dataset.json's
   /// parameters), rather than the source's (no "order").

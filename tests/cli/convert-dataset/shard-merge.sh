@@ -37,3 +37,17 @@ json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_exit 2 dlprep -q dataset merge part0 part1-old -o never2 2>err-rule.txt
 grep -q "shard rule: 2 vs 1" err-rule.txt || fail "$(cat err-rule.txt)"
+
+# A part converted after the source changed (a file added, one removed): its samples were dealt
+# anew, so the parts do not make one dataset. So are parts of two lists that share a name.
+cp -r src src-then
+cp src/class0/kay_256x256.png src/class1/added.png
+rm src/class1/kite_199x301.png
+dlprep -q convert-dataset src part1-later --mix l3:0.5,bmp:0.5 --shard 1/2
+expect_exit 2 dlprep -q dataset merge part0 part1-later -o never3 2>err-changed.txt
+grep -q "source samples: 14 (digest [0-9a-f]*) vs 14 (digest [0-9a-f]*): the parts saw different sources, or the source changed between their runs" err-changed.txt ||
+  fail "$(cat err-changed.txt)"
+[ ! -e never3 ] || fail "a refused merge made OUT"
+dlprep -q convert-dataset <(find src-then -type f | sort) list0 --to png --shard 0/2
+dlprep -q convert-dataset <(find src -type f | sort) list1 --to png --shard 1/2
+expect_exit 2 dlprep -q dataset merge list0 list1 -o never4

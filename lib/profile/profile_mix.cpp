@@ -109,8 +109,14 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   if (targets.empty()) throw Error(Errc::invalid_argument, "no candidate formats");
   for (size_t i = 0; i < targets.size(); ++i)
     for (size_t j = i + 1; j < targets.size(); ++j)
-      if (targets[i].text == targets[j].text)
-        throw Error(Errc::invalid_argument, "--formats names " + targets[i].text + " twice");
+      if (targets[i].format == targets[j].format)  // a dataset's mix has one spec per format
+        throw Error(Errc::invalid_argument,
+                    "--formats names " + targets[i].format + " twice" +
+                        (targets[i].text == targets[j].text
+                             ? std::string()
+                             : " (" + targets[i].text + ", " + targets[j].text +
+                                   "): a mix holds one variant of each format; compare "
+                                   "variants in runs of their own"));
   unsigned threads = std::max(o.threads, 1u);
   auto step = [&](const std::string& what, uint64_t done, uint64_t total) {
     if (o.progress) o.progress(ProgressEvent{what, done, total, ""});

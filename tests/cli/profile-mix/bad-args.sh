@@ -11,6 +11,9 @@ dlprep profile-mix "$SAMPLE_DATA/images" --storage-bw 500 2>err.txt && fail "--s
 grep -q -- "--storage-bw: '500' without a unit" err.txt || fail "message: $(cat err.txt)"
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,gif
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png,png
+# Two variants of one format: a mix that convert-dataset could not take.
+expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --formats png:0,bmp,png:9 2>err.txt
+grep -qF -- "--formats names png twice (png:0, png:9)" err.txt || fail "message: $(cat err.txt)"
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --sample 0
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --compute-rate -5
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --verify --no-verify

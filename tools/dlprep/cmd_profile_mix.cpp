@@ -92,9 +92,11 @@ void check_not_an_input(const std::string& flag, const std::string& output,
 
 // Fails now, not after minutes of measuring, when an output cannot be created: its temp file
 // is made and removed. Devices and FIFOs are opened only to be written.
-void check_writable(const std::string& path) {
+void check_writable(const std::string& flag, const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status))  // a rename over it fails, after the measuring
+    throw Error(Errc::io, flag + " " + path + ": is a directory (name a file in it)");
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return;
   AtomicFile probe(path);
 }
@@ -139,8 +141,8 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   if (plot_to_file) check_not_an_input("--plot", o.plot, o.dataset);
   if (report_to_file && plot_to_file && resolved(o.output) == resolved(o.plot))
     throw Error(Errc::invalid_argument, "-o and --plot name the same file: " + o.plot);
-  if (report_to_file) check_writable(o.output);
-  if (plot_to_file) check_writable(o.plot);
+  if (report_to_file) check_writable("-o", o.output);
+  if (plot_to_file) check_writable("--plot", o.plot);
   Progress progress(globals, kCommand, 0, "steps");
   if (progress.enabled())
     p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };

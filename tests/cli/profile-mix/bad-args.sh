@@ -21,6 +21,12 @@ dlprep profile-mix "$SAMPLE_DATA/images" --search simplex 2>err.txt || true
 grep -q "try 'dlprep profile-mix --help'" err.txt || fail "no hint: $(cat err.txt)"
 expect_exit 1 dlprep profile-mix does-not-exist --storage-bw 50MB/s -o r.json
 [ ! -e r.json ] || fail "report written despite an error"
+# An output that is a folder fails before the measuring, and the other output is not written.
+mkdir folder
+expect_exit 1 dlprep profile-mix "$SAMPLE_DATA/images" -o r.json --plot folder 2>err.txt
+grep -qF -- "--plot folder: is a directory" err.txt || fail "message: $(cat err.txt)"
+grep -q "measur" err.txt && fail "measured before failing: $(cat err.txt)"
+[ ! -e r.json ] || fail "report written beside a plot that failed"
 
 # Numeric options say what is wrong in one short line: no 300-digit bound, no "not in range" for
 # a word, and nan refused.

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "core/utf8.hpp"
+#include "dataset/crc32.hpp"
 #include "dataset/manifest.hpp"
 #include "dataset/tar_format.hpp"
 #include "image/codec.hpp"
@@ -103,9 +104,14 @@ SourceBytes::SourceBytes(const SourceEntry& e, Bytes& buffer) {
   if (e.member.empty()) {
     read_file_into(e.path, buffer, image::check_image_head);  // a listed /dev/zero fails at once
     bytes_ = buffer;
-    return;
+  } else {
+    bytes_ = read_member(e, buffer);
   }
-  bytes_ = read_member(e, buffer);
+  if (!e.crc32) return;
+  if (const uint32_t crc = crc32_of(bytes_); crc != *e.crc32)
+    throw Error(Errc::corrupt_data, source_name(e) + ": crc32 " + crc32_hex(crc) +
+                                        ", the index records " + crc32_hex(*e.crc32) +
+                                        " (damaged since it was converted?)");
 }
 
 bool is_image_candidate(const fs::path& path) {
@@ -255,6 +261,8 @@ void SampleSource::for_each(const std::function<void(SourceEntry&&)>& fn) const 
         e.size = r.bytes;
       }
       e.path = src_ / r.location;
+      e.shape = r.shape;
+      e.crc32 = r.crc32;
       e.key = std::move(r.key);
       e.label = std::move(r.label);
       e.named = true;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/file_io.hpp"
-#include "core/utf8.hpp"
+#include "core/image.hpp"
 
 namespace dlprep::dataset {
 
@@ -30,6 +30,10 @@ struct SourceEntry {
   std::string member;
   uint64_t offset = 0;
   uint64_t size = 0;
+  /// A dlprep dataset's sample: what its index records, its shape and the crc32 of its bytes
+  /// (SourceBytes checks it, so that damage is not carried into another dataset).
+  ImageShape shape;
+  std::optional<uint32_t> crc32;
   bool operator==(const SourceEntry&) const = default;
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -11,20 +13,34 @@
 
 namespace dlprep::profile {
 
-std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset,
-                                                size_t count) {
+std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset, size_t count,
+                                                std::vector<dataset::SourceEntry>* recorded) {
   if (count == 0) throw Error(Errc::invalid_argument, "the sample needs at least one image");
   dataset::SampleSource source(dataset);
   // Paths only (tens of bytes each; the key and label are dropped): a listing of even millions
   // of samples fits, and it is what the evenly spaced choice needs.
   std::vector<dataset::SourceEntry> all;
+  std::map<uint32_t, dataset::SourceEntry> by_channels;
+  std::optional<dataset::SourceEntry> largest;
   source.for_each([&](dataset::SourceEntry&& e) {
     if (!e.named && !dataset::is_image_candidate(e.path)) return;
+    if (recorded && e.shape.channels != 0) {
+      by_channels.try_emplace(e.shape.channels, e);
+      const auto side = [](const dataset::SourceEntry& s) {
+        return std::max(s.shape.width, s.shape.height);
+      };
+      if (!largest || side(e) > side(*largest)) largest = e;
+    }
     e.key.clear();
     e.label.clear();
     all.push_back(std::move(e));
   });
   if (all.empty()) throw Error(Errc::invalid_argument, dataset.string() + ": no image files found");
+  if (recorded) {
+    recorded->clear();
+    for (auto& [channels, e] : by_channels) recorded->push_back(std::move(e));
+    if (largest) recorded->push_back(std::move(*largest));
+  }
   if (all.size() <= count) return all;
   std::vector<dataset::SourceEntry> picked;
   picked.reserve(count);

@@ -29,8 +29,12 @@ struct SampleImage {
 /// Up to `count` source samples (files, or tar members of a tar-layout dataset) of a dlprep
 /// dataset or image directory (anything SampleSource takes), evenly spaced over its
 /// enumeration order: the same on every run. Throws Error(io), or Error(invalid_argument) when
-/// there is no image.
-std::vector<dataset::SourceEntry> select_sample(const std::filesystem::path& dataset, size_t count);
+/// there is no image. With `recorded`, a dlprep dataset's samples that stand for all of them as
+/// its index records them: the first of each channel count, and the one with the largest side
+/// (what a format may not store; empty for other sources).
+std::vector<dataset::SourceEntry> select_sample(
+    const std::filesystem::path& dataset, size_t count,
+    std::vector<dataset::SourceEntry>* recorded = nullptr);
 
 /// Reads and decodes the samples on `threads` threads, into the channels convert-dataset would
 /// give them (image::Channels). Throws Error naming the file.

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/timing.hpp"
+#include "dataset/sample_source.hpp"
 #include "image/codec.hpp"
 #include "profile/load_decode.hpp"
 #include "profile/probe.hpp"
@@ -99,6 +100,31 @@ double parse_bandwidth(std::string_view text) {
   return bytes;
 }
 
+namespace {
+
+// A dlprep dataset's index gives every sample's shape: a candidate that cannot store one of them
+// (webp and a gray image the sample missed) is refused before anything is measured, as
+// convert-dataset would fail that sample.
+void check_storable(const std::vector<dataset::TargetSpec>& targets,
+                    const std::vector<dataset::SourceEntry>& recorded, image::Channels channels,
+                    const std::filesystem::path& dataset) {
+  for (const dataset::TargetSpec& t : targets) {
+    const image::Codec* codec = image::find_codec(t.format);
+    if (!codec) continue;  // named when it is probed
+    for (const dataset::SourceEntry& e : recorded) {
+      const uint32_t c = channels == image::Channels::rgb ? 3 : e.shape.channels;
+      std::string why = codec->round_trips(c)
+                            ? image::oversize_reason(*codec, e.shape.width, e.shape.height)
+                            : dataset::cannot_store(*codec, c);
+      if (!why.empty())
+        throw Error(Errc::unsupported, dataset::source_name(e) + " as " + t.text + ": " + why +
+                                           " (from " + dataset.string() + "'s index)");
+    }
+  }
+}
+
+}  // namespace
+
 ProfileReport profile_mix(const ProfileOptions& o) {
   if (o.search != "lp" && o.search != "liquid")
     throw Error(Errc::invalid_argument, "--search must be lp or liquid");
@@ -128,7 +154,9 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   report.search = o.search;
 
   // 1. The sample, and the storage bandwidth of the dataset's own files.
-  std::vector<dataset::SourceEntry> files = select_sample(o.dataset, o.sample);
+  std::vector<dataset::SourceEntry> recorded;
+  std::vector<dataset::SourceEntry> files = select_sample(o.dataset, o.sample, &recorded);
+  check_storable(targets, recorded, o.channels, o.dataset);
   report.sample_images = files.size();
   report.resources.decode_workers = threads;
   report.jobs = threads;

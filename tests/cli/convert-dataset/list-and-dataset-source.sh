@@ -9,6 +9,13 @@ json_check 'd["source"]["kind"] == "list" and sorted(d["classes"]) == ["cat", "d
 dlprep -q convert-dataset ds ds-bmp --to bmp
 json_check 'd["source"]["kind"] == "dataset" and d["formats"]["bmp"]["samples"] == 2' <ds-bmp/dataset.json
 dlprep -q dataset verify ds-bmp
+# A source sample damaged since its conversion (crc32 not the index's) is not carried on.
+cp -r ds-bmp ds-bmp-damaged
+bmp=$(find ds-bmp-damaged/data -name "kay_*.bmp")
+flip_byte "$bmp" 5000
+expect_exit 1 dlprep -q convert-dataset ds-bmp-damaged from-damaged --to png 2>err-crc.txt
+grep -q "^dlprep: error: convert-dataset: $bmp: crc32 [0-9a-f]*, the index records [0-9a-f]*" err-crc.txt ||
+  fail "damaged source sample: $(cat err-crc.txt)"
 expect_exit 2 dlprep -q convert-dataset "$SAMPLE_DATA/images/kay_256x256.png" x --to l3
 
 # One key in two entries (one path listed with two labels, or a.png and a.bmp) would name one data

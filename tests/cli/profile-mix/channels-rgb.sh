@@ -12,3 +12,10 @@ dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,jpeg --sample 1
   --storage-bw 50MB/s --no-verify --channels rgb >report.json
 json_check 'd["sample_images"] == 14 and abs(sum(m["ratio"] for m in d["mix"]) - 1) < 1e-9' \
   <report.json
+# A dlprep dataset's index gives every sample's channels: an image the sample of 2 misses still
+# refuses jpeg, before anything is measured.
+dlprep -q convert-dataset "$SAMPLE_DATA/images" ds --to png
+expect_exit 1 dlprep -q profile-mix ds --formats png,jpeg --sample 2 --storage-bw 50MB/s \
+  --no-verify 2>err.txt
+grep -q 'ds/data/fallenleaf_rgba_256x192.png as jpeg: jpeg cannot store 4-channel images.*(from ds.s index)' \
+  err.txt || fail "$(cat err.txt)"

@@ -80,12 +80,17 @@ Bytes read_fd(int fd, const fs::path& path, const HeadCheck& check_head = {}) {
   Bytes out;
   size_t used = 0;
   bool head_checked = !check_head;
+  std::optional<uint64_t> declared;  // the size the head gives, if any
   out.resize(1 << 16);
   for (;;) {
     if (!head_checked && used >= kHeadCheckBytes) {
-      check_head(ByteSpan(out.data(), used));
+      declared = check_head(ByteSpan(out.data(), used));
       head_checked = true;
     }
+    if (declared && used > *declared)
+      throw Error(Errc::corrupt_data, path.string() + ": runs past the " +
+                                          std::to_string(*declared) +
+                                          " bytes its header gives (trailing data)");
     if (used == out.size()) {
       if (out.size() >= limits::kMaxFileBytes)
         throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");

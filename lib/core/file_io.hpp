@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,8 +18,10 @@ using ByteSpan = std::span<const uint8_t>;
 
 /// Called with the first bytes of a stream (kHeadCheckBytes, or all of a shorter one) before the
 /// rest is read; it throws to refuse the stream, so that a pipe of something else (/dev/zero, a
-/// video) fails at once rather than after reading up to 16 GiB.
-using HeadCheck = std::function<void(ByteSpan head)>;
+/// video) fails at once rather than after reading up to 16 GiB. It returns the stream's size
+/// where its head declares one (an L3 header's file size): a stream that runs past it fails
+/// there (Error(corrupt_data)), not at its end.
+using HeadCheck = std::function<std::optional<uint64_t>(ByteSpan head)>;
 inline constexpr size_t kHeadCheckBytes = 64;
 
 /// A read-only view of a whole file: memory-mapped when the file is regular, otherwise (a pipe,

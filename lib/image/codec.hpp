@@ -51,6 +51,8 @@ class Codec {
   virtual uint32_t max_side() const { return limits::kMaxSide; }
   /// Reads the header only.
   virtual ImageInfo probe(ByteSpan file) const = 0;
+  /// The file's size as these first bytes declare it, where the format records one (L3).
+  virtual std::optional<uint64_t> declared_size(ByteSpan) const { return std::nullopt; }
   /// Decodes a whole file to 8-bit HWC.
   virtual Image decode(ByteSpan file) const = 0;
   /// Encodes an image; throws Error(unsupported) for channel counts it cannot store.
@@ -75,8 +77,9 @@ const char* unreadable_image_format(ByteSpan file);
 /// HEIC, AVIF, JPEG XL, JPEG 2000), with the formats it reads.
 const Codec& sniff_codec_or_throw(ByteSpan file);
 /// A HeadCheck (core/file_io.hpp) for image inputs: sniff_codec_or_throw on a stream's first
-/// bytes, so that a pipe of something else fails before it is read to its end.
-void check_image_head(ByteSpan head);
+/// bytes, so that a pipe of something else fails before it is read to its end; returns the
+/// codec's declared_size.
+std::optional<uint64_t> check_image_head(ByteSpan head);
 /// Sniffs and decodes; throws as sniff_codec_or_throw, or Error(corrupt_data) for an empty file.
 Image decode_any(ByteSpan file);
 

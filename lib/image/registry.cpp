@@ -104,7 +104,9 @@ const Codec& sniff_codec_or_throw(ByteSpan file) {
   throw Error(Errc::unsupported, "unknown image format (no known magic bytes)");
 }
 
-void check_image_head(ByteSpan head) { sniff_codec_or_throw(head); }
+std::optional<uint64_t> check_image_head(ByteSpan head) {
+  return sniff_codec_or_throw(head).declared_size(head);
+}
 
 Image decode_any(ByteSpan file) {
   if (file.empty()) throw Error(Errc::corrupt_data, "empty file");

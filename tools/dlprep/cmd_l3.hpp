@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
 /// Throws unless `head`, a file's first bytes, starts an L3 file: Error(corrupt_data) "empty file",
 /// Error(unsupported) "not an l3 file (format png)". Also a HeadCheck (core/file_io.hpp), so that a
 /// stream of something else is refused at its first bytes (cmd_l3_verify.cpp).
-void require_l3_head(ByteSpan head);
+std::optional<uint64_t> require_l3_head(ByteSpan head);
 
 /// How -j is spread over `files` files: the files worked on at once (at most -j, and fewer, with a
 /// warning, where `ulimit -n` does not leave two open files for each), and the threads left over

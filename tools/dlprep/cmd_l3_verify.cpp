@@ -24,13 +24,14 @@
 
 namespace dlprep::cli {
 
-void require_l3_head(ByteSpan head) {
+std::optional<uint64_t> require_l3_head(ByteSpan head) {
   if (head.empty()) throw Error(Errc::corrupt_data, "empty file");
   const image::Codec* codec = image::sniff_codec(head);
   if (!codec || codec->name() != "l3")
     throw Error(Errc::unsupported,
                 std::string("not an l3 file (") +
                     (codec ? "format " + std::string(codec->name()) : "unknown format") + ")");
+  return codec->declared_size(head);
 }
 
 namespace {

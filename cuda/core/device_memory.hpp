@@ -19,7 +19,6 @@ class Allocation {
   Allocation& operator=(const Allocation&) = delete;
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  Kind kind() const { return kind_; }
 
  private:
   uint8_t* data_ = nullptr;

@@ -1130,8 +1130,6 @@ CriteoPreprocessorCuda::~CriteoPreprocessorCuda() = default;
 
 size_t CriteoPreprocessorCuda::default_chunk_bytes() { return kDefaultChunkBytes; }
 
-void CriteoPreprocessorCuda::set_chunk_bytes(size_t bytes) { impl_->set_chunk_bytes(bytes); }
-
 void CriteoPreprocessorCuda::begin_pass1(const CriteoPass1Setup& setup) {
   impl_->begin_pass1(setup);
 }

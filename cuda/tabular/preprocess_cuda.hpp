@@ -114,8 +114,6 @@ class CriteoPreprocessorCuda {
 
   /// Device chunk size by default (the caller's chunk size when it has none).
   static size_t default_chunk_bytes();
-  /// Bytes of text (or rows) per device chunk from now on (at most 256 MiB).
-  void set_chunk_bytes(size_t bytes);
 
   void begin_pass1(const CriteoPass1Setup& setup);
   /// Text of whole lines ending with '\n' (the caller may reuse the memory after the call).

@@ -272,7 +272,7 @@ fs::path link_destination(const fs::path& p) {
   return follow_links(p, [](const std::string&) { return false; });
 }
 
-MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) : path_(path) {
+MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) {
   const int fd = open_to_read(path);
   if (fd < 0) throw io_error(path == "-" ? "<stdin>" : path, "cannot open", errno);
   if (path == "-") {

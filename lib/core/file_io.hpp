@@ -34,13 +34,11 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   ByteSpan bytes() const { return {data_, size_}; }
-  const std::filesystem::path& path() const { return path_; }
   /// Takes the pages of bytes [from, to) out of the process's memory (its RSS), for a file read
   /// once from start to end; touched again, they come back from the page cache. Thread-safe.
   void release_pages(uint64_t from, uint64_t to) const;
 
  private:
-  std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;

@@ -73,8 +73,6 @@ class MixAssigner {
   /// name one data file for two samples. Without finish_keys() a shared hash counts as a
   /// duplicate. Thread-safe after finish().
   bool is_duplicate(std::string_view key) const;
-  /// Number of classes seen.
-  size_t classes() const { return classes_.size(); }
 
  private:
   struct ClassHashes {

@@ -82,7 +82,6 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
   out.cost.spec = target.text;
   out.extension = codec->extension(sample.empty() ? 3 : sample.front().image.channels());
   out.files.resize(sample.size());
-  Stopwatch encode_watch;
   parallel_for(sample.size(), threads, [&](size_t i) {
     const SampleImage& s = sample[i];
     // What convert-dataset refuses (webp and gray images) is no candidate for this dataset.
@@ -99,7 +98,6 @@ ProbedFormat probe_format(const std::vector<SampleImage>& sample, const dataset:
       }
     }
   });
-  out.encode_seconds = encode_watch.seconds();
 
   double bytes = 0, cpu = 0;
   for (size_t i = 0; i < sample.size(); ++i) {

@@ -46,7 +46,6 @@ struct ProbedFormat {
   FormatCost cost;
   std::string extension;      ///< file extension its files get
   std::vector<Bytes> files;   ///< the sample encoded in this format, in sample order
-  double encode_seconds = 0;  ///< wall time to encode the sample (for the report)
 };
 
 /// Encodes the sample in `target` (on `threads` threads; a source already in the format without

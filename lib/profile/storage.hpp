@@ -26,7 +26,6 @@ class TokenBucket {
   TokenBucket(double rate_bytes_per_s, double burst_bytes);
   /// Blocks until `bytes` more are allowed.
   void acquire(uint64_t bytes);
-  double rate() const { return rate_; }
 
  private:
   double rate_, burst_;

@@ -215,7 +215,6 @@ size_t ColumnVocab::finalize(uint64_t min_freq, int64_t id_base, int32_t oov_id)
     for (Entry& e : table_)
       if (e.index >= 0) e.index = ids_[static_cast<size_t>(e.index)];
   }
-  final_ = true;
   return static_cast<size_t>(next - id_base);
 }
 

@@ -75,7 +75,6 @@ class ColumnVocab {
   size_t settled_to_ = 0;
 
   bool flat_ = false;
-  bool final_ = false;
   int32_t oov_ = 0;
   std::vector<int32_t> slot_;  // flat: value -> index (-1 unseen), then -> ID
   struct Entry {

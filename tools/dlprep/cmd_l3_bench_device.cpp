@@ -28,8 +28,6 @@
 namespace dlprep::cli {
 namespace {
 
-constexpr const char* kCommand = "l3 bench";
-
 // 65536 images is far past any batch a trainer uses, and keeps the tensor sizes sane.
 std::vector<size_t> parse_batches(const std::string& text) {
   return parse_count_list(text, "--batch", "batch size", 65536);

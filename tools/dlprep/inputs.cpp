@@ -49,11 +49,6 @@ bool has_extension(const fs::path& path, std::string_view ext) {
 
 }  // namespace
 
-const image::Codec* sniff_path(const fs::path& path) {
-  const std::string head = head_of(path).value_or("");
-  return head.empty() ? nullptr : image::sniff_codec(bytes_of(head));
-}
-
 InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter& keep,
                          std::vector<std::string>* empty_dirs, bool keep_unreadable_images,
                          std::string_view extension_kept, const ScanProgress* scanning) {

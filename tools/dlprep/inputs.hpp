@@ -42,10 +42,6 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
                          bool keep_unreadable_images = false, std::string_view extension_kept = {},
                          const ScanProgress* scanning = nullptr);
 
-/// The codec whose magic bytes start the file, reading only its first bytes; nullptr if none or
-/// if it cannot be read.
-const image::Codec* sniff_path(const std::filesystem::path& path);
-
 /// How outputs are named. With one named input and an OUT that is not an existing directory and
 /// does not end in '/', OUT is the output file itself ("-" = stdout); otherwise OUT is a directory
 /// that receives NAME.EXT for named files and mirrors the tree of each directory argument.

@@ -85,6 +85,27 @@ bool is_within(const fs::path& path, const fs::path& dir) {
   return true;
 }
 
+// Whether the stats.json at `file` is of the arrays these stats describe: the same days, rows and
+// tables. False when it cannot be read.
+bool describes_same_arrays(const fs::path& file, const PreprocessStats& stats) {
+  const json now = json::parse(stats.to_json());
+  try {
+    const json old = read_json_file(file);
+    for (const char* key : {"rows", "bad_rows", "cardinality", "kept", "num_embeddings"})
+      if (old.at(key) != now.at(key)) return false;
+    const json& days = old.at("days");
+    if (days.size() != now.at("days").size()) return false;
+    for (size_t d = 0; d < days.size(); ++d)
+      for (const char* key : {"input", "rows", "bad_rows"})
+        if (days.at(d).at(key) != now["days"][d][key]) return false;
+    return true;
+  } catch (const Error&) {
+    return false;
+  } catch (const json::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 json file_identity(const fs::path& p) {
@@ -440,13 +461,16 @@ PreprocessStats Run::execute() {
   stats_.total_seconds = seconds_since(t0);
   stats_.peak_rss_bytes = peak_rss_bytes();
   // A rerun that wrote no day keeps the stats of the run that did (its rates, its timings), and a
-  // run without arrays those of the run whose arrays OUTDIR holds (state.json lists their days).
+  // run without arrays those of the run whose arrays OUTDIR holds (state.json lists their days),
+  // unless they describe other arrays: a run killed before its stats.json, after its state.json.
   const json state = pass2_runs ? json() : read_state();
   const bool others_arrays = state.is_object() &&
                              state.value("days_done", json::array()).is_array() &&
                              !state.value("days_done", json::array()).empty();
-  if ((stats_.rows_written() > 0 && !others_arrays) || !fs::exists(o_.out_dir / "stats.json"))
-    write_json_file(o_.out_dir / "stats.json", json::parse(stats_.to_json()));
+  const fs::path stats_file = o_.out_dir / "stats.json";
+  if ((stats_.rows_written() > 0 && !others_arrays) || !fs::exists(stats_file) ||
+      (!others_arrays && !describes_same_arrays(stats_file, stats_)))
+    write_json_file(stats_file, json::parse(stats_.to_json()));
   return stats_;
 }
 

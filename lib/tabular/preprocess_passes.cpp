@@ -124,6 +124,7 @@ void Run::pass2() {
   const json fp2 = pass2_fingerprint();
   const std::vector<size_t> done_days = days_done(fp2, false);
   std::vector<size_t> completed;
+  size_t saved = 0;  // days that state.json lists
 
   for (size_t day = 0; day < o_.inputs.size(); ++day) {
     DayStats& ds = stats_.days[day];
@@ -179,7 +180,10 @@ void Run::pass2() {
     if (discard) continue;
     completed.push_back(day);
     save_state(fp2, completed);
+    saved = completed.size();
   }
+  // Up-to-date days after the last one written: listed too, or the next rerun redoes them.
+  if (saved > 0 && completed.size() > saved) save_state(fp2, completed);
 }
 
 bool Run::single_pass_allowed() const {

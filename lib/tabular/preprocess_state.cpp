@@ -144,6 +144,7 @@ void Run::checkpoint_after(size_t day, const json& outputs) {
 
 json Run::pass2_fingerprint() const {
   json fp2 = {{"cardinality", stats_.cardinality},
+              {"modulus", modulus_},  // another modulus, another vocabulary of the same size
               {"output_format", output_format_name(o_.output_format)},
               {"min_freq", o_.min_freq},
               {"id_base", o_.id_base},

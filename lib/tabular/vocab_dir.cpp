@@ -49,6 +49,13 @@ void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>
                      const std::vector<ColumnVocab>& vocab, const PreprocessOptions& options,
                      json fields) {
   fs::create_directories(dir);
+  // First: an earlier vocab.json must never describe arrays half replaced by these (a rebuild
+  // killed in between, whose arrays can match its cardinalities and counts). Without it, the
+  // arrays are no vocabulary, and a rerun builds one anew. (Metadata changes reach the disk in
+  // order on journaling file systems, so no fsync is needed between.)
+  std::error_code ec;
+  fs::remove(dir / "vocab.json", ec);
+  if (ec) throw Error(Errc::io, (dir / "vocab.json").string() + ": cannot remove: " + ec.message());
   std::vector<uint64_t> cardinality;
   std::vector<fs::path> arrays;
   for (int j = 0; j < kNumSparse; ++j) {

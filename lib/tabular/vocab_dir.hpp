@@ -20,9 +20,9 @@ namespace dlprep::tabular {
 std::filesystem::path vocab_json_of(const std::filesystem::path& where);
 
 /// Writes each column's values and counts into `dir` (created), then vocab.json: `fields` with
-/// the schema, `modulus`, the cardinalities and `options`' conventions added. Written last, so
-/// that a crash in between leaves arrays whose lengths differ from the recorded cardinalities,
-/// which read_vocab_dir rejects.
+/// the schema, `modulus`, the cardinalities and `options`' conventions added. An earlier
+/// vocab.json is removed first and the new one written last, so that a crash in between leaves
+/// arrays without a vocab.json: no vocabulary, never one of mixed arrays.
 void write_vocab_dir(const std::filesystem::path& dir,
                      const std::array<uint32_t, kNumSparse>& modulus,
                      const std::vector<ColumnVocab>& vocab, const PreprocessOptions& options,

@@ -1390,3 +1390,89 @@ TEST_CASE("stats.json splits the passes into read, compute and write phases") {
     CHECK(j.find(key) != std::string::npos);
   CHECK(j.find("\"cuda\"") == std::string::npos);  // device timings only for cuda
 }
+
+TEST_CASE("a rebuilt vocabulary never sits under the vocab.json of the one it replaces") {
+  // A rebuild stopped while it replaces the arrays (here: C5's cannot be renamed into place)
+  // leaves no vocab.json, so that no run takes the half-replaced arrays for either vocabulary.
+  fs::path dir = scratch("vocab_rebuild_stopped");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+  o.resume = true;
+  preprocess(o);
+  REQUIRE(fs::exists(dir / "out" / "vocab" / "vocab.json"));
+  fs::remove(dir / "out" / "vocab" / "C5_values.npy");
+  fs::create_directories(dir / "out" / "vocab" / "C5_values.npy" / "x");
+  o.modulus.fill(100);
+  CHECK_THROWS_AS(preprocess(o), Error);
+  CHECK_FALSE(fs::exists(dir / "out" / "vocab" / "vocab.json"));
+  fs::remove_all(dir / "out" / "vocab" / "C5_values.npy");
+  o.modulus.fill(0);  // the first options again: the vocabulary is built anew
+  const PreprocessStats again = preprocess(o);
+  CHECK_FALSE(again.vocab_reused);
+}
+
+TEST_CASE("a rerun with another modulus of the same cardinalities rewrites the days") {
+  // C1 takes 1, 6, 3, 8: modulus 5 pairs 1 with 6 and 3 with 8, modulus 2 pairs 1 with 3 and 6
+  // with 8; two values either way, so the vocabulary's size cannot tell them apart.
+  fs::path dir = scratch("modulus_rerun");
+  std::string rows;
+  int i = 0;
+  for (const char* c1 : {"00000001", "00000006", "00000003", "00000008"}) {
+    rows += std::to_string(i % 2);
+    for (int k = 0; k < 13; ++k) rows += "\t" + std::to_string(i);
+    rows += std::string("\t") + c1;
+    for (int k = 0; k < 25; ++k) rows += "\t00000007";
+    rows += "\n";
+    ++i;
+  }
+  put(dir / "d0.tsv", rows);
+  PreprocessOptions o = base({dir / "d0.tsv"}, dir / "out");
+  o.resume = true;
+  o.min_freq = 2;  // two passes
+  o.modulus.fill(0);
+  o.modulus[0] = 5;
+  preprocess(o);
+  o.modulus[0] = 2;
+  const PreprocessStats rerun = preprocess(o);
+  CHECK_FALSE(rerun.days[0].skipped);
+  PreprocessOptions fresh = o;
+  fresh.out_dir = dir / "fresh";
+  preprocess(fresh);
+  CHECK(slurp(dir / "out" / "day_0_sparse.npy") == slurp(dir / "fresh" / "day_0_sparse.npy"));
+}
+
+TEST_CASE("state.json lists the up-to-date days after the last day a rerun writes") {
+  fs::path dir = scratch("state_trailing_days");
+  PreprocessOptions o =
+      base({kSamples / "deepctr_200.tsv", kSamples / "deepctr_200.tsv"}, dir / "out");
+  o.resume = true;
+  o.min_freq = 2;  // two passes: pass 2 checks each day
+  preprocess(o);
+  // Day 0's dense file replaced by a copy (same bytes, another file): day 0 is written again.
+  fs::copy_file(dir / "out" / "day_0_dense.npy", dir / "copy.npy");
+  fs::rename(dir / "copy.npy", dir / "out" / "day_0_dense.npy");
+  const PreprocessStats s = preprocess(o);
+  CHECK_FALSE(s.days[0].skipped);
+  CHECK(s.days[1].skipped);
+  CHECK(json::parse(slurp(dir / "out" / "state.json"))["days_done"] == json::array({0, 1}));
+}
+
+TEST_CASE("stats.json of other arrays is replaced by a rerun that finds every day up to date") {
+  // A run stopped after its last state.json and before its stats.json left an earlier run's.
+  fs::path dir = scratch("stale_stats");
+  PreprocessOptions o = base({kSamples / "deepctr_200.tsv"}, dir / "out");
+  o.resume = true;
+  o.min_freq = 3;
+  preprocess(o);
+  const std::string stale = slurp(dir / "out" / "stats.json");
+  o.min_freq = 1;
+  const PreprocessStats rewritten = preprocess(o);
+  put(dir / "out" / "stats.json", stale);
+  const PreprocessStats rerun = preprocess(o);
+  CHECK(rerun.days[0].skipped);
+  const json stats = json::parse(slurp(dir / "out" / "stats.json"));
+  CHECK(stats["num_embeddings"] == json(rewritten.num_embeddings));
+  // One of these arrays' own is kept as it is: a rerun with nothing to do writes nothing.
+  const std::string current = slurp(dir / "out" / "stats.json");
+  preprocess(o);
+  CHECK(slurp(dir / "out" / "stats.json") == current);
+}

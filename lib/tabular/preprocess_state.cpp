@@ -435,10 +435,13 @@ size_t Run::open_emit(size_t done) {
     emit_bytes_ = h.size();
   }
   emit_in_place_ = emit_->temp_path().empty();
-  // The temp files of FILE that killed runs left, next to the file a link names.
+  // The temp files of FILE that killed runs left, next to the file a link names: not those of a
+  // live run into another OUTDIR (its lock does not cover FILE), which hold theirs locked, as
+  // this run does its own.
   const fs::path& target = emit_->final_path();
-  remove_dead_temp_files(target.parent_path().empty() ? fs::path(".") : target.parent_path(),
-                         target.filename().string(), emit_->temp_path());
+  const std::string stem = temp_file_stem(target.filename().string());
+  remove_unlocked_temp_files(target.parent_path().empty() ? fs::path(".") : target.parent_path(),
+                             [&](const std::string& name) { return name == stem; });
   return resumed;
 }
 

@@ -226,6 +226,7 @@ mkdir -p "$T/o14k/vocab"
 : > "$T/o14k/vocab/.C1_values.npy.tmp.XyZ789"
 : > "$T/o14k/.notes.tmp"
 : > "$T/.k.bin.tmp.Qq1234"
+touch -d '2 minutes ago' "$T/.k.bin.tmp.Qq1234"  # FILE's: a live run's (into another OUTDIR) is younger
 expect killed_temps 0 "$DLPREP" criteo-preprocess --emit-binary "$T/k.bin" "$T/in.tsv" -o "$T/o14k"
 for f in "$T/o14k/.day_0_dense.npy.tmp.AbC123" "$T/o14k/vocab/.C1_values.npy.tmp.XyZ789" "$T/.k.bin.tmp.Qq1234"; do
   [ ! -e "$f" ] || { echo "FAIL killed_temps: $f left"; fail=1; }

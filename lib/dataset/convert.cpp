@@ -283,8 +283,7 @@ void Engine::prepare_destination() {
     old_manifest_.emplace();  // as after a damaged one: its options are unknown
     old_manifest_->layout.clear();
   } else if (!fs::is_empty(dst, ec)) {
-    throw Error(Errc::invalid_argument, dst.string() + ": exists and is not a dlprep dataset (no " +
-                                            kManifestName + "); refusing to write into it");
+    throw Error(Errc::invalid_argument, not_a_dataset_reason(dst));
   }
 }
 

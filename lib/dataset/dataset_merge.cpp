@@ -207,8 +207,7 @@ MergeResult merge_datasets(const MergeOptions& o) {
   bool unknown_contents = is_manifest_lost(o.output);
   if (fs::exists(o.output, ec) && !is_dataset(o.output) && !fs::is_empty(o.output, ec) &&
       !unknown_contents)
-    throw bad(o.output.string() +
-              ": exists and is not a dlprep dataset; refusing to write into it");
+    throw bad(not_a_dataset_reason(o.output));
   fs::create_directories(o.output, ec);
   if (ec) throw Error(Errc::io, o.output.string() + ": cannot create directory: " + ec.message());
   DirectoryLock lock(o.output);

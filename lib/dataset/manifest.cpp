@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
@@ -291,6 +292,17 @@ void write_manifest(const fs::path& dir, const Manifest& m) {
     (void)::utimensat(AT_FDCWD, file.temp_path().c_str(), epoch, 0);
   }
   file.commit();
+}
+
+std::string not_a_dataset_reason(const fs::path& dir) {
+  std::error_code ec;
+  const bool data_only = fs::is_directory(dir / kDataDir, ec) &&
+                         std::distance(fs::directory_iterator(dir, ec), {}) == 1;
+  return dir.string() + ": exists and is not a dlprep dataset (no " + kManifestName +
+         "); refusing to write into it" +
+         (data_only ? " (if a dlprep run that stopped before writing its index left it, remove it "
+                      "and run again)"
+                    : "");
 }
 
 std::string source_path_text(const std::string& path) {

@@ -149,6 +149,10 @@ bool is_damaged_manifest(const std::filesystem::path& dir);
 /// else. Its dataset.json was deleted: by make's .DELETE_ON_ERROR (or on Ctrl-C) after a failed
 /// run had changed it, or by hand.
 bool is_manifest_lost(const std::filesystem::path& dir);
+/// Why a command will not write into DIR, a folder that is not empty and no dataset: with a way
+/// out where it holds data/ alone (a first run stopped before its index, whose dataset.json was
+/// deleted), which nothing tells from a folder of the user's own.
+std::string not_a_dataset_reason(const std::filesystem::path& dir);
 /// A source path as a manifest records it, spelled the same whatever the trailing slash or "./"
 /// ("train/" and "train" are one source: a rerun spelt the other way changes nothing).
 std::string source_path_text(const std::string& path);

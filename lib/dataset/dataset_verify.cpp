@@ -403,8 +403,8 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
       continue;
     ++result.dataset_problems;
     report(differs(walk.path_string(),
-                   "in data/ but not in the index (left behind by an "
-                   "interrupted run or added by hand)"));
+                   "in data/ but not in the index (an interrupted run's goes when it is rerun; "
+                   "one added by hand or another tool is yours to remove)"));
   }
   // A walk cut short (a folder it may not read, no descriptor left) would hide what is past it.
   if (ec && ec != std::errc::no_such_file_or_directory)

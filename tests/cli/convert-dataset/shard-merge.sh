@@ -51,3 +51,6 @@ grep -q "source samples: 14 (digest [0-9a-f]*) vs 14 (digest [0-9a-f]*): the par
 dlprep -q convert-dataset <(find src-then -type f | sort) list0 --to png --shard 0/2
 dlprep -q convert-dataset <(find src -type f | sort) list1 --to png --shard 1/2
 expect_exit 2 dlprep -q dataset merge list0 list1 -o never4
+# An OUT inside a part's data/ would make strays of that part's: refused before anything.
+expect_exit 2 dlprep -q dataset merge part0 part1 -o part0/data/merged
+[ ! -e part0/data/merged ] || fail "a refused merge made OUT"

@@ -1,6 +1,7 @@
 #include "core/file_io.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -721,10 +722,37 @@ void write_file_if_changed(const fs::path& path, ByteSpan bytes) {
   if (!f.same_as_target()) f.commit();
 }
 
+namespace {
+
+// The PREFIX-PID-K folders in `base` that killed processes (SIGKILL, the OOM killer) left: this
+// user's, of a PID that no longer runs, untouched for ten minutes (a live process of another PID
+// namespace sharing the folder is not taken for a dead one while it works).
+void remove_dead_temp_directories(const fs::path& base, const std::string& prefix) {
+  std::error_code ec;
+  for (fs::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.compare(0, prefix.size() + 1, prefix + "-") != 0) continue;
+    const char* digits = name.c_str() + prefix.size() + 1;
+    pid_t pid = 0;
+    const auto [rest, err] = std::from_chars(digits, name.c_str() + name.size(), pid);
+    if (err != std::errc() || rest == digits || *rest != '-' || pid <= 0) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+        std::time(nullptr) - st.st_mtime < 600)
+      continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
+}  // namespace
+
 TempDirectory::TempDirectory(const fs::path& parent, const std::string& prefix) {
   std::error_code ec;
   fs::path base = parent.empty() ? fs::temp_directory_path(ec) : parent;
   if (ec) throw Error(Errc::io, "no temporary directory: " + ec.message());
+  remove_dead_temp_directories(base, prefix);
   std::lock_guard lock(g_pending_mutex);  // registered before anything can be written into it
   for (unsigned k = 0;; ++k) {
     path_ = base / (prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(k));

@@ -159,7 +159,9 @@ void write_file_if_changed(const std::filesystem::path& path, ByteSpan bytes);
 
 /// A new private directory `parent`/PREFIX-PID-K (parent: the system temp directory when empty)
 /// for scratch files. It is removed with everything in it when destroyed, and by
-/// remove_pending_temp_files when the process is interrupted. Throws Error(io).
+/// remove_pending_temp_files when the process is interrupted; those that killed processes left
+/// in `parent` (this user's, of a dead PID, untouched for ten minutes) when the next is made.
+/// Throws Error(io).
 class TempDirectory {
  public:
   TempDirectory(const std::filesystem::path& parent, const std::string& prefix);

@@ -71,7 +71,8 @@ std::filesystem::path resolved(const std::string& path) {
 
 // The report and the plot may not replace what is profiled: the list file or folder itself,
 // anything in a dlprep dataset (its dataset.json, data/), or an existing image (one a list names,
-// one of a folder tree). A new file beside the images of a plain folder tree is no input.
+// one of a folder tree). A new file beside the images of a plain folder tree is no input. Nor
+// may the work folder be the dataset or inside a dlprep one.
 void check_not_an_input(const std::string& flag, const std::string& output,
                         const std::string& dataset) {
   namespace fs = std::filesystem;
@@ -132,6 +133,9 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   // A folder on the storage being measured, which a typo must not create (with its parents).
   if (std::error_code ec; !o.work_dir.empty() && !std::filesystem::is_directory(o.work_dir, ec))
     throw Error(Errc::invalid_argument, "--work-dir " + o.work_dir + ": no such directory");
+  // Its temporary files would be strays of the dataset's data/ while the run lasts (or for good,
+  // after a SIGKILL).
+  if (!o.work_dir.empty()) check_not_an_input("--work-dir", o.work_dir, o.dataset);
   const bool report_to_file = !o.output.empty() && o.output != "-";
   const bool plot_to_file = !o.plot.empty() && o.plot != "-";
   if (o.plot == "-" && (o.output == "-" || globals.json))

@@ -21,6 +21,10 @@ dlprep profile-mix "$SAMPLE_DATA/images" --search simplex 2>err.txt || true
 grep -q "try 'dlprep profile-mix --help'" err.txt || fail "no hint: $(cat err.txt)"
 expect_exit 1 dlprep profile-mix does-not-exist --storage-bw 50MB/s -o r.json
 [ ! -e r.json ] || fail "report written despite an error"
+# A work folder inside a dlprep dataset would put strays in its data/.
+dlprep -q convert-dataset "$SAMPLE_DATA/images" ds --to png
+expect_exit 2 dlprep profile-mix ds --work-dir ds/data 2>err.txt
+grep -qF -- "--work-dir ds/data: is inside the dlprep dataset being profiled" err.txt || fail "message: $(cat err.txt)"
 # An output that is a folder fails before the measuring, and the other output is not written.
 mkdir folder
 expect_exit 1 dlprep profile-mix "$SAMPLE_DATA/images" -o r.json --plot folder 2>err.txt

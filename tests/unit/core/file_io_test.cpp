@@ -359,6 +359,31 @@ TEST_CASE("remove_dead_temp_files removes what killed AtomicFiles left, and noth
     CHECK_MESSAGE(fs::exists(dir / kept), kept);  // another name, or below the directory
 }
 
+TEST_CASE("a TempDirectory removes the folders of its prefix that dead processes left long ago") {
+  fs::path dir = scratch("dead-temp-dirs");
+  const auto age = [](const fs::path& p, std::chrono::minutes minutes) {
+    fs::last_write_time(p, fs::file_time_type::clock::now() - minutes);
+  };
+  // 999999999 is above any pid_max (2^22): no process has it.
+  const std::string mine = "work-" + std::to_string(::getpid()) + "-7";
+  for (const std::string& name : {std::string("work-999999999-0"), std::string("work-999999999-1"),
+                                  mine, std::string("work-x-0"), std::string("other-999999999-0")})
+    fs::create_directories(dir / name / "inside");
+  age(dir / "work-999999999-0", std::chrono::minutes(20));
+  age(dir / mine, std::chrono::minutes(20));
+  age(dir / "work-x-0", std::chrono::minutes(20));
+  age(dir / "other-999999999-0", std::chrono::minutes(20));
+  {
+    TempDirectory made(dir, "work");
+    CHECK(fs::is_directory(made.path()));
+  }
+  CHECK_FALSE(fs::exists(dir / "work-999999999-0"));  // dead, and old
+  CHECK(fs::exists(dir / "work-999999999-1"));        // dead, but maybe another namespace's, busy
+  CHECK(fs::exists(dir / mine));                      // a live process's
+  CHECK(fs::exists(dir / "work-x-0"));                // not PREFIX-PID-K
+  CHECK(fs::exists(dir / "other-999999999-0"));       // another prefix
+}
+
 TEST_CASE("remove_unlocked_temp_files spares an open AtomicFile's temp file") {
   fs::path dir = scratch("unlocked-temps");
   const auto all = [](const std::string&) { return true; };

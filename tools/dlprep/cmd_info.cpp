@@ -74,7 +74,8 @@ int run_info(const InfoOptions& options, const Globals& globals) {
   std::vector<std::string> empty_dirs;
   const ScanProgress scanning{globals, kCommand};
   const InputList inputs = collect_inputs(
-      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, {}, &scanning);
+      options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, "l3",
+      &scanning);  // a damaged *.l3 is reported by name, as l3 decode and verify report it
   for (const auto& dir : empty_dirs)
     print_warning(globals, kCommand, dir + ": no image files found");
   // Each file's result is printed as it is known and not kept: the listing of a million files

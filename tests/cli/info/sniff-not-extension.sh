@@ -19,3 +19,12 @@ printf 'GIF89a\001\000\001\000\000\000\000;' >mixed/b.gif
 expect_exit 1 dlprep info mixed >table.txt 2>err.txt
 grep -q 'mixed/b.gif: a GIF image: not a format dlprep reads' err.txt || fail "$(cat err.txt)"
 grep -q 'mixed/a.ppm' table.txt || fail "the readable image is not listed: $(cat table.txt)"
+# An *.l3 whose magic is damaged is reported, as l3 decode and verify report it; other files that
+# are no image are skipped.
+echo 'not an image' >mixed/notes.txt
+printf 'XL3I\r\n\032\n and the rest of a damaged header' >mixed/damaged.l3
+rm mixed/b.gif
+expect_exit 1 dlprep info mixed >table.txt 2>err.txt
+grep -q 'mixed/damaged.l3: unknown image format' err.txt || fail "$(cat err.txt)"
+grep -q 'notes.txt' err.txt table.txt && fail "a file that is no image was reported"
+grep -q 'mixed/a.ppm' table.txt || fail "the readable image is not listed: $(cat table.txt)"

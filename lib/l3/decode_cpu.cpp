@@ -88,6 +88,9 @@ Layout parse(ByteSpan file, const detail::Kernels& k) {
     throw e.with_context("l3");
   }
   info.file_bytes = get_u64(h + kOffFileSize);
+  if (info.file_bytes < kHeaderBytes)  // a damaged field, not trailing data
+    throw corrupt("header file size " + std::to_string(info.file_bytes) + " is smaller than the " +
+                  std::to_string(kHeaderBytes) + "-byte header");
   if (info.file_bytes != file.size())
     throw corrupt(info.file_bytes > file.size()
                       ? "truncated: " + std::to_string(file.size()) + " bytes, header says " +

@@ -104,7 +104,8 @@ void check_target(const std::string& target, uint32_t channels) {
   if (target == "pgm" && channels != 1)
     throw Error(Errc::unsupported, "--to pgm holds 1-channel (gray) images; this one has " +
                                        std::to_string(channels) +
-                                       " channels (use --to ppm or png)");
+                                       (channels == 3 ? " channels (use --to ppm or png)"
+                                                      : " channels (use --to png or raw)"));
   if (target == "ppm" && channels != 1 && channels != 3)
     throw Error(Errc::unsupported, "--to ppm holds 1 or 3 channels; this one has " +
                                        std::to_string(channels) + " (use --to png or raw)");

@@ -337,7 +337,8 @@ Action add_l3_verify_command(CLI::App& l3) {
   auto options = std::make_shared<VerifyOptions>();
   CLI::App* cmd = l3.add_subcommand(
       "verify", "check L3 files: structure, every patch checksum, and optionally the pixels");
-  cmd->add_option("FILE", options->inputs, "L3 files, or directories (walked recursively)")
+  cmd->add_option("FILE", options->inputs,
+                  "L3 files, directories (walked recursively), or - for standard input")
       ->required()
       ->type_name("FILE|DIR");
   cmd->add_option("--against", options->against,

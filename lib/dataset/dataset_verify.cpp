@@ -144,11 +144,20 @@ void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
     member = r.key + "." + (codec ? codec->extension(r.shape.channels) : r.format);
     name += "(" + member + ")";
   }
+  if (!r.offset) {  // the file tree: a sample's file is named after its key
+    const image::Codec* codec = image::find_codec(r.format);
+    const std::string want = std::string(kDataDir) + "/" + r.key + "." +
+                             (codec ? codec->extension(r.shape.channels) : r.format);
+    if (r.location != want)
+      throw differs(name, "not where key '" + r.key + "' is stored (" + want + ")");
+  }
   std::optional<MappedFile> whole;
   ByteSpan bytes;
   if (!r.offset || !files.is_open(path)) {
     std::error_code ec;
-    fs::file_status st = fs::status(path, ec);
+    fs::file_status st = fs::symlink_status(path, ec);
+    if (fs::is_symlink(st))  // dlprep writes none: a copy of the dataset would lose its bytes
+      throw differs(name, "a link, not a file of the dataset");
     if (!fs::exists(st)) throw differs(name, "missing (sample '" + r.key + "')");
     // A FIFO would block the open: anything but a file is a difference.
     if (!fs::is_regular_file(st)) throw differs(name, "not a regular file");
@@ -299,6 +308,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   // (rounded up to the next header).
   std::map<std::string, ShardTail> shards;
   std::vector<uint64_t> listed;  // hashes of the file locations the index names (8 B a sample)
+  std::vector<uint64_t> keys;    // and of the keys, which must be unique
   std::atomic<uint64_t> ok{0}, mismatched{0}, failed{0}, done{0};
   // Each worker takes records from the streamed index under this lock, for as long as the run
   // lasts: its threads and its open shard live across samples.
@@ -335,6 +345,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
               tail = {*rec.offset + tar::padded(rec.bytes), !rec.label.empty()};
           }
           listed.push_back(std::hash<std::string>{}(rec.location));
+          keys.push_back(std::hash<std::string>{}(rec.key));
         }
       }
       for (const SampleRecord& rec : taken) {
@@ -389,6 +400,17 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
         if (o.problem) o.problem(e);
       }
     });
+  }
+  // A key twice: one of the two samples is lost to whoever looks them up by key (a dataset used
+  // as a source refuses it).
+  std::sort(keys.begin(), keys.end());
+  if (const uint64_t repeated =
+          static_cast<uint64_t>(keys.end() - std::unique(keys.begin(), keys.end()));
+      repeated > 0) {
+    ++result.dataset_problems;
+    report(differs((o.dataset / kIndexName).string(),
+                   std::to_string(repeated) + (repeated == 1 ? " key appears" : " keys appear") +
+                       " more than once (every sample's key must be unique)"));
   }
   // A file in data/ that the index does not name: left by a killed run or another tool, or
   // copied in by hand. Loaders that list data/ would take it for a sample.

@@ -178,8 +178,9 @@ class Engine {
   Manifest manifest_;
   std::set<std::string> known_formats_;  // old and new: their stale files are removed
   std::optional<int64_t> old_index_mtime_;
-  // The previous run completed: its index records every file as that run wrote it, so a file
-  // that differs from its record was changed since (damage, an edit) and is converted again.
+  // The index in place records every file as the last completed run wrote it (that run is the
+  // previous one, or an interrupted rerun with these options followed it), so a file that
+  // differs from its record was changed since (damage, an edit) and is converted again.
   bool old_index_exact_ = false;
   std::unique_ptr<TarShards> tar_;  // the tar layout's shards, null for the file tree
   // Set before the first change to the destination; never, in a rerun with nothing to do.
@@ -403,6 +404,7 @@ ConvertResult Engine::run() {
     if (!rerun && old.complete) {
       Manifest old_incomplete = old;
       old_incomplete.complete = false;
+      old_incomplete.index_matches = true;  // its own index, still in place
       write_manifest(o_.destination, old_incomplete);
     }
     shards_current = tar && old.layout == "tar" && stale_extensions.empty() &&
@@ -423,13 +425,19 @@ ConvertResult Engine::run() {
     tar_ = std::make_unique<TarShards>(TarLayout{o_.destination, o_.max_shard_bytes, o_.shard_index,
                                                  o_.shard_count, manifest_.labels},
                                        shards_current && !o_.force);
-  mark_ = std::make_unique<IncompleteMark>(o_.destination, manifest_);
+  // The index in place stays the last completed run's until this one's replaces it: whether it
+  // was made with these options goes into the mark, for a rerun after an interruption.
+  Manifest marked = manifest_;
+  marked.index_matches = old_manifest_ &&
+                         (old_manifest_->complete || old_manifest_->index_matches) &&
+                         same_options(*old_manifest_, manifest_);
+  mark_ = std::make_unique<IncompleteMark>(o_.destination, marked);
   if (!rerun) mark_->set();
 
   // Pass 2.
   fs::path index_path = o_.destination / kIndexName;
   old_index_mtime_ = mtime_ns(index_path);
-  old_index_exact_ = old_manifest_ && old_manifest_->complete;
+  old_index_exact_ = old_manifest_ && (old_manifest_->complete || old_manifest_->index_matches);
   OldIndex old_index(index_path, !o_.force && old_manifest_ && !old_manifest_->layout.empty());
   AtomicFile index(index_path, AtomicFile::Mode::defer);  // a rerun may find it current
   ConvertResult result;
@@ -620,6 +628,10 @@ ConvertResult Engine::run() {
   result.removed = remove_files(o_.destination, orphans);
   manifest_.failed = result.failed;
   manifest_.complete = true;
+  if (!mark_->is_set() && old_manifest_->source_digest.empty()) {
+    manifest_.source_samples = 0;  // an older dlprep's dataset: not rewritten only to add it
+    manifest_.source_digest.clear();
+  }
   if (mark_->is_set() || manifest_to_json(manifest_) != manifest_to_json(*old_manifest_))
     write_manifest(o_.destination, manifest_);
   result.manifest = manifest_;

@@ -239,6 +239,10 @@ MergeResult merge_datasets(const MergeOptions& o) {
   merged.classes.clear();
   merged.shard_files = 0;
   for (const auto& m : manifests) {
+    if (m.source_digest.empty()) {  // a part of an older dlprep: the source was not compared
+      merged.source_samples = 0;
+      merged.source_digest.clear();
+    }
     merged.failed += m.failed;
     merged.shard_files += m.shard_files;  // tar layout: the parts' shards, side by side
   }

@@ -161,6 +161,7 @@ std::string manifest_to_json(const Manifest& m) {
   j["tool"] = m.tool;
   j["created"] = m.created;
   j["complete"] = m.complete;
+  if (!m.complete && m.index_matches) j["index_matches_options"] = true;
   j["source"] = {{"kind", m.source_kind}, {"path", m.source_path}};
   if (!m.source_digest.empty()) {
     j["source"]["samples"] = m.source_samples;
@@ -212,6 +213,7 @@ Manifest manifest_from_json(std::string_view text) {
     m.tool = get_or<std::string>(j, "tool", "");
     m.created = get_or<std::string>(j, "created", "");
     m.complete = get<bool>(j, "complete");
+    m.index_matches = !m.complete && get_or<bool>(j, "index_matches_options", false);
     const Json& source = member(j, "source");
     m.source_kind = get<std::string>(source, "kind");
     m.source_path = get<std::string>(source, "path");
@@ -313,8 +315,10 @@ std::string source_path_text(const std::string& path) {
 
 bool same_options(Manifest a, Manifest b) {
   for (Manifest* m : {&a, &b}) {
-    m->complete = false;
+    m->complete = m->index_matches = false;
     m->samples = m->bytes = m->failed = m->shard_files = 0;
+    m->source_samples = 0;  // what the source holds, not how it is converted
+    m->source_digest.clear();
     m->formats.clear();
     m->classes.clear();
   }

@@ -95,6 +95,9 @@ struct Manifest {
   std::string tool;         ///< "dlprep 0.1.0"
   std::string created;      ///< UTC, ISO 8601
   bool complete = false;    ///< false while a conversion runs (or after it was interrupted)
+  /// Incomplete: the index in place (the last completed run's) was made with these options, so
+  /// a file that differs from its record was changed since, not converted anew by these options.
+  bool index_matches = false;
   std::string source_kind;  ///< "directory", "list" or "dataset"
   std::string source_path;
   /// What the source held when the dataset was made (every part's, with --shard): its samples,

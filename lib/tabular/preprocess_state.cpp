@@ -311,7 +311,12 @@ std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
   if (!o_.resume || o_.discard_outputs || !fs::exists(path)) return done;
   try {
     const json st = read_json_file(path);
-    if (st.value("pass2", json()) != fp2) return done;
+    json saved = st.value("pass2", json());
+    // A state.json of a dlprep before the modulus was recorded (2026-11-29): its days are these
+    // when the vocabulary was reused, whose pass-1 fingerprint (or identity) holds the modulus.
+    if (saved.is_object() && !saved.contains("modulus") && stats_.vocab_reused)
+      saved["modulus"] = fp2.at("modulus");
+    if (saved != fp2) return done;
     const json days = st.value("days", json::array());
     const json files = st.value("day_files", json::array());
     const json& listed = st.at("days_done");

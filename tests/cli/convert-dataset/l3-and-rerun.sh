@@ -29,6 +29,17 @@ ln -s src src-link  # and by other names: absolute, through a link
 dlprep -q convert-dataset "$PWD/./src" ds --to l3
 dlprep -q convert-dataset src-link ds --to l3
 stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "another name rewrote the dataset"
+# A dataset of a dlprep that recorded no source digest is not rewritten only to add one.
+/usr/bin/python3 - <<'PY'
+import json
+d = json.load(open("ds/dataset.json"))
+del d["source"]["samples"], d["source"]["digest"]
+open("ds/dataset.json", "w").write(json.dumps(d, indent=2) + "\n")
+PY
+stat -c '%n %i %y' ds/dataset.json >mtimes2
+sleep 0.02
+dlprep -q convert-dataset src ds --to l3
+stat -c '%n %i %y' ds/dataset.json | cmp -s mtimes2 - || fail "an older dataset.json was rewritten"
 sleep 0.02; touch src/*/kite*
 dlprep convert-dataset src ds --to l3 2>err3.txt
 grep -q '1 converted .*, 13 up to date' err3.txt || fail "after touch: $(cat err3.txt)"

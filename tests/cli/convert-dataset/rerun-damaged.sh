@@ -34,6 +34,17 @@ touch ds/data/a/*.bmp  # the same bytes, newer: nothing to convert
 dlprep convert-dataset src ds --to bmp 2>err.txt
 grep -q '0 converted, 5 up to date' err.txt || fail "after touch: $(cat err.txt)"
 
+# A repairing rerun that fails before it reaches the damaged file (a broken source first) leaves
+# the dataset incomplete; the next rerun still compares the file with the last completed run's
+# record, and repairs it.
+sleep 0.02
+flip ds/data/b/onestandsout_161x121.bmp 3000
+cp src/a/kite_199x301.png kite.png
+head -c 300 kite.png >src/a/kite_199x301.png
+expect_exit 1 dlprep -q -j1 convert-dataset src ds --to bmp
+cp kite.png src/a/kite_199x301.png
+rerun_repairs ds 2 --to bmp
+
 # Tar layout: a bit flipped inside a member; the shard is written again from that sample on.
 dlprep -q convert-dataset src tar --to bmp --shards 64KiB
 cp tar/samples.jsonl tar.index

@@ -1438,6 +1438,14 @@ TEST_CASE("a rerun with another modulus of the same cardinalities rewrites the d
   fresh.out_dir = dir / "fresh";
   preprocess(fresh);
   CHECK(slurp(dir / "out" / "day_0_sparse.npy") == slurp(dir / "fresh" / "day_0_sparse.npy"));
+  // The state.json of a dlprep that recorded no modulus: its days stay when the vocabulary is
+  // reused (its fingerprint holds the modulus), not rewritten once after an upgrade.
+  json state = json::parse(slurp(dir / "out" / "state.json"));
+  state["pass2"].erase("modulus");
+  put(dir / "out" / "state.json", state.dump());
+  const PreprocessStats upgraded = preprocess(o);
+  CHECK(upgraded.vocab_reused);
+  CHECK(upgraded.days[0].skipped);
 }
 
 TEST_CASE("state.json lists the up-to-date days after the last day a rerun writes") {

@@ -309,6 +309,10 @@ MergeResult merge_datasets(const MergeOptions& o) {
   MergeResult result;
   result.removed = remove_files(o.output, stale);
   merged.complete = true;
+  if (!mark.is_set() && old->source_digest.empty()) {
+    merged.source_samples = 0;  // an older dlprep's merge: not rewritten only to add it
+    merged.source_digest.clear();
+  }
   result.up_to_date = !mark.is_set() && manifest_to_json(merged) == manifest_to_json(*old);
   if (!result.up_to_date) write_manifest(o.output, merged);
   result.manifest = std::move(merged);

@@ -269,6 +269,19 @@ void mark_standard_stream_closed(int fd) {
   if (fd >= 0 && fd <= 2) g_closed_standard_streams.fetch_or(1u << fd);
 }
 
+bool is_within(const fs::path& path, const fs::path& dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(link_destination(path)), ec);
+  const fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
+  auto at = p.begin();
+  for (const fs::path& part : d) {
+    if (part.empty()) continue;  // the "" of a trailing '/'
+    if (at == p.end() || *at != part) return false;
+    ++at;
+  }
+  return true;
+}
+
 fs::path link_destination(const fs::path& p) {
   return follow_links(p, [](const std::string&) { return false; });
 }

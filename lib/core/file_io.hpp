@@ -132,6 +132,10 @@ class AtomicFile {
 /// link creates), or `path` itself when it is no link.
 std::filesystem::path link_destination(const std::filesystem::path& path);
 
+/// Whether `path` is `dir` or below it, links resolved (neither need exist; a link to a file not
+/// there yet counts where the file would be).
+bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir);
+
 /// Creates a directory and its missing parents, however deep (libstdc++'s create_directories
 /// refuses more than 1000 missing levels with a false "File name too long"). Throws Error(io)
 /// "DIR: cannot create directory: …".

@@ -20,10 +20,7 @@ class L3Codec final : public Codec {
   bool round_trips(uint32_t channels) const override { return channels >= 1 && channels <= 4; }
   ImageInfo probe(ByteSpan file) const override { return {"l3", l3::inspect(file).shape}; }
   std::optional<uint64_t> declared_size(ByteSpan head) const override {
-    if (!sniff(head) || head.size() < l3::kOffFileSize + 8) return std::nullopt;
-    uint64_t size = 0;
-    for (int i = 7; i >= 0; --i) size = size << 8 | head[l3::kOffFileSize + i];  // little-endian
-    return size;
+    return l3::declared_file_size(head);
   }
   Image decode(ByteSpan file) const override { return l3::decode(file); }
   Bytes encode(const Image& image, const EncodeOptions& options) const override {

@@ -152,6 +152,12 @@ constexpr CodeBytesTable kPairBytes;
 
 }  // namespace
 
+std::optional<uint64_t> declared_file_size(ByteSpan head) {
+  if (head.size() < kOffFileSize + 8 || std::memcmp(head.data(), kMagic, sizeof kMagic) != 0)
+    return std::nullopt;
+  return get_u64(head.data() + kOffFileSize);
+}
+
 uint8_t detail::check_patch_bytes(const uint8_t* p, uint32_t size, uint32_t sum, uint32_t w,
                                   uint32_t h, const Kernels& k, PatchView& v) {
   if (k.adler32(1, p, size) != sum) return kPatchChecksum;

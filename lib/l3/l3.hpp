@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct FileInfo {
 /// Parses and validates the header and offset tables (no pixel decode). Throws
 /// Error(corrupt_data | unsupported | limit_exceeded) with the offset when known.
 FileInfo inspect(ByteSpan file);
+
+/// The file size a file's first bytes declare (its header's file size field), unchecked: what a
+/// reader of a stream stops at. nullopt before the field, or when they are no L3 file.
+std::optional<uint64_t> declared_file_size(ByteSpan head);
 
 /// Decodes a whole file, checking every patch checksum. `threads` parallelises over patches.
 /// Throws like inspect(), and Error(corrupt_data) "l3: patch I of channel C: ..." for a damaged

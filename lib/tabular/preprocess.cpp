@@ -70,21 +70,6 @@ std::string input_format_name(InputFormat f) {
   return "auto";
 }
 
-// Whether `path` is `dir` or below it, links resolved (neither need exist; a link to a file not
-// there yet counts where the file would be).
-bool is_within(const fs::path& path, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path p = fs::weakly_canonical(fs::absolute(link_destination(path)), ec);
-  const fs::path d = fs::weakly_canonical(fs::absolute(dir), ec);
-  auto at = p.begin();
-  for (const fs::path& part : d) {
-    if (part.empty()) continue;  // the "" of a trailing '/'
-    if (at == p.end() || *at != part) return false;
-    ++at;
-  }
-  return true;
-}
-
 // Whether the stats.json at `file` is of the arrays these stats describe: the same days, rows and
 // tables. False when it cannot be read.
 bool describes_same_arrays(const fs::path& file, const PreprocessStats& stats) {

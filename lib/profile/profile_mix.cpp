@@ -152,6 +152,7 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   ProfileReport report;
   report.dataset = o.dataset.string();
   report.search = o.search;
+  report.channels = o.channels == image::Channels::rgb ? "rgb" : "keep";
 
   // 1. The sample, and the storage bandwidth of the dataset's own files.
   std::vector<dataset::SourceEntry> recorded;

@@ -99,6 +99,7 @@ std::string report_to_json(const ProfileReport& r) {
                                      ? Json(r.resources.compute_images_per_s)
                                      : Json(nullptr)}}},
       {"search", r.search},
+      {"channels", r.channels},
       {"mix", mix},
       {"mix_text", r.mix_text(kMixFromDigits)},
       {"predicted", bounds_json(r.predicted)},
@@ -182,6 +183,7 @@ ProfileReport report_from_json(std::string_view text) {
     r.resources.compute_images_per_s =
         res.at("compute_images_per_s").is_null() ? 0 : res["compute_images_per_s"].get<double>();
     r.search = doc.at("search").get<std::string>();
+    r.channels = doc.value("channels", std::string("keep"));
     r.mix.assign(r.formats.size(), 0.0);
     for (const Json& m : doc.at("mix")) {
       std::string spec = m.at("spec").get<std::string>();
@@ -238,7 +240,7 @@ ProfileReport report_from_json(std::string_view text) {
   }
 }
 
-std::string read_report_mix(const std::filesystem::path& path) {
+std::string read_report_mix(const std::filesystem::path& path, std::string* channels) {
   const std::string name = path.string();
   auto corrupt = [&](const std::string& what) {
     return Error(Errc::corrupt_data, name + ": " + what);
@@ -272,6 +274,13 @@ std::string read_report_mix(const std::filesystem::path& path) {
       throw corrupt("a \"mix\" entry lacks \"spec\" or a numeric \"ratio\"");
     text += (text.empty() ? "" : ",") + m["spec"].get<std::string>() + ":" +
             share_text(m["ratio"].get<double>(), kMixFromDigits);
+  }
+  if (channels) {
+    *channels = "keep";
+    if (doc.contains("channels") && doc["channels"].is_string())
+      *channels = doc["channels"].get<std::string>();
+    if (*channels != "keep" && *channels != "rgb")
+      throw corrupt("\"channels\" is neither \"keep\" nor \"rgb\"");
   }
   return text;
 }

@@ -42,6 +42,8 @@ struct ProfileReport {
   std::vector<double> first_mix;                      ///< the first mix, when re-solved
   std::string reader;          ///< how reads bypassed the page cache: "o_direct" or "fadvise"
   std::string search;          ///< "lp" or "liquid"
+  /// --channels: "keep", or "rgb" (the sample measured as RGB, as the dataset must then be made)
+  std::string channels = "keep";
   std::vector<double> mix;     ///< the chosen share of each format (same order as formats)
   Bounds predicted;            ///< of the chosen mix
   std::optional<MeasuredThroughput> measured;  ///< the verification pass, when run
@@ -70,8 +72,9 @@ ProfileReport report_from_json(std::string_view text);
 /// ("png:0.7,bmp:0.3", shares with 6 significant digits), for --mix-from. Reads only "schema" and
 /// "mix", so a report trimmed by hand still works. Throws Error naming the file: io (missing, a
 /// directory, unreadable), corrupt_data (not JSON, no "mix" or an empty one, a malformed entry),
-/// unsupported (another schema or version).
-std::string read_report_mix(const std::filesystem::path& path);
+/// unsupported (another schema or version). With `channels`, also the report's "channels"
+/// ("keep" when absent: a report of an older dlprep, or trimmed).
+std::string read_report_mix(const std::filesystem::path& path, std::string* channels = nullptr);
 
 /// The human summary: one row per format, then resources, the mix and the throughputs.
 std::string report_table(const ProfileReport& report);

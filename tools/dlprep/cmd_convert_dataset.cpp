@@ -33,7 +33,7 @@ struct ConvertDatasetOptions {
   bool force = false;
   std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
   image::Channels channels = image::Channels::keep;
-  bool center_crop = false, mix_from_given = false;
+  bool center_crop = false, mix_from_given = false, channels_given = false;
   bool shuffle = false;
 };
 
@@ -80,9 +80,10 @@ image::Transform transform_of(const ConvertDatasetOptions& o) {
 
 // --mix-from REPORT: the mix a profile-mix report chose. A report that cannot be used is a bad
 // option value (exit 2), and the message names the file.
-std::vector<dataset::MixEntry> mix_from_report(const std::string& path) {
+// The report's mix, and its --channels in `channels` (what the mix was measured with).
+std::vector<dataset::MixEntry> mix_from_report(const std::string& path, std::string& channels) {
   try {
-    return dataset::parse_mix(profile::read_report_mix(path));
+    return dataset::parse_mix(profile::read_report_mix(path, &channels));
   } catch (const Error& e) {
     std::string what = e.what();
     if (what.rfind(path, 0) != 0) what = path + ": " + what;
@@ -128,14 +129,17 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   dataset::ConvertOptions c;
   c.source = o.source;
   c.destination = o.destination;
+  std::string report_channels = "keep";  // the --mix-from report's --channels
   if (!o.to.empty()) {
     c.mix = {{dataset::parse_target(o.to), 1.0}};
   } else if (o.mix_from_given) {
-    c.mix = mix_from_report(o.mix_from);
+    c.mix = mix_from_report(o.mix_from, report_channels);
   } else {
     c.mix = dataset::parse_mix(o.mix);
   }
   c.transform = transform_of(o);
+  // A mix measured on RGB samples is for an RGB dataset (jpeg, webp may store nothing else).
+  if (report_channels == "rgb" && !o.channels_given) c.transform.channels = image::Channels::rgb;
   c.seed = o.seed;
   c.shuffle = o.shuffle;
   if (!o.shard.empty()) parse_shard(o.shard, c.shard_index, c.shard_count);
@@ -241,7 +245,8 @@ Action add_convert_dataset_command(CLI::App& app) {
   add_channels_option(*cmd, o->channels,
                       "keep: each image's own channels; rgb: every image RGB (gray replicated, "
                       "alpha dropped, as PIL's convert('RGB')), for jpeg and for trainers that "
-                      "expect 3");
+                      "expect 3 (default: keep, or the --mix-from report's)")
+      ->each([o](const std::string&) { o->channels_given = true; });
   cmd->add_option("--seed", o->seed, "seed of the mix assignment and of the --shuffle order")
       ->capture_default_str()
       ->type_name("N")

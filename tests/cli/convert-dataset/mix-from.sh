@@ -30,3 +30,13 @@ cut -d, -f2,4 ds/samples.jsonl >a.txt
 cut -d, -f2,4 ds2/samples.jsonl >b.txt
 cmp -s a.txt b.txt || fail "--mix-from and --mix $mix assigned differently"
 dlprep -q dataset verify ds
+
+# A report measured with --channels rgb gives its mix an RGB dataset, unless --channels says
+# otherwise: jpeg then cannot store the RGBA sample.
+dlprep -q -j2 profile-mix "$SAMPLE_DATA/images" --formats jpeg --sample 4 --storage-bw 50MB/s \
+  --no-verify --channels rgb -o rgb.json --work-dir work >/dev/null
+json_check 'd["channels"] == "rgb"' <rgb.json
+dlprep -q convert-dataset "$SAMPLE_DATA/images" rgb --mix-from rgb.json
+json_check 'd["parameters"]["transform"] == "channels=rgb"' <rgb/dataset.json
+expect_exit 1 dlprep -q convert-dataset "$SAMPLE_DATA/images" kept --mix-from rgb.json --channels keep
+json_check 'd["channels"] == "keep"' <report.json

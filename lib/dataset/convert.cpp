@@ -660,10 +660,9 @@ bool Engine::may_be_unstorable(size_t target) const {
 
 std::string Engine::unstorable(size_t target, const ImageShape& source) const {
   const image::Codec& codec = *target_codec(target);
-  const uint32_t channels = o_.transform.output_channels(source.channels);
-  if (!codec.round_trips(channels)) return cannot_store(codec, channels);
   const image::Size out = image::plan_transform(o_.transform, {source.width, source.height}).output;
-  return image::oversize_reason(codec, out.width, out.height);
+  return unstorable_reason(codec, o_.transform.output_channels(source.channels), out.width,
+                           out.height);
 }
 
 namespace {

@@ -126,6 +126,12 @@ std::string cannot_store(const image::Codec& codec, uint32_t channels) {
          "-channel images (choose another format, or RGB with --channels rgb)";
 }
 
+std::string unstorable_reason(const image::Codec& codec, uint32_t channels, uint32_t width,
+                              uint32_t height) {
+  if (!codec.round_trips(channels)) return cannot_store(codec, channels);
+  return image::oversize_reason(codec, width, height);
+}
+
 bool is_lossless(const TargetSpec& target) {
   const image::Codec* codec = image::find_codec(target.format);
   return codec && codec->lossless() && target.options.lossless;

@@ -36,6 +36,10 @@ bool is_lossless(const TargetSpec& target);
 
 /// "jpeg cannot store 4-channel images (choose another format, or RGB with --channels rgb)".
 std::string cannot_store(const image::Codec& codec, uint32_t channels);
+/// Why `codec` cannot store an image of this many channels and this size (cannot_store, else
+/// image::oversize_reason), or "" when it can.
+std::string unstorable_reason(const image::Codec& codec, uint32_t channels, uint32_t width,
+                              uint32_t height);
 
 /// Parses FMT[:OPTIONS]:RATIO[,…] (the last field of each item is its ratio, any non-negative
 /// weight; "png:7,bmp:3" is 70%/30%). Ratios are normalised to sum to 1. Each format may appear

@@ -53,6 +53,25 @@ std::vector<PassItem> pass_items(const std::vector<std::vector<fs::path>>& files
   return items;
 }
 
+// A dlprep dataset's index gives every sample's shape: a candidate that cannot store one of them
+// (webp and a gray image the sample missed) is refused before anything is measured, as
+// convert-dataset would fail that sample.
+void check_storable(const std::vector<dataset::TargetSpec>& targets,
+                    const std::vector<dataset::SourceEntry>& recorded, image::Channels channels,
+                    const std::filesystem::path& dataset) {
+  for (const dataset::TargetSpec& t : targets) {
+    const image::Codec* codec = image::find_codec(t.format);
+    if (!codec) continue;  // named when it is probed
+    for (const dataset::SourceEntry& e : recorded) {
+      const uint32_t c = channels == image::Channels::rgb ? 3 : e.shape.channels;
+      const std::string why = dataset::unstorable_reason(*codec, c, e.shape.width, e.shape.height);
+      if (!why.empty())
+        throw Error(Errc::unsupported, dataset::source_name(e) + " as " + t.text + ": " + why +
+                                           " (from " + dataset.string() + "'s index)");
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<dataset::TargetSpec> default_formats() {
@@ -99,31 +118,6 @@ double parse_bandwidth(std::string_view text) {
                                             "500MB/s; 500kB/s for a slow storage)");
   return bytes;
 }
-
-namespace {
-
-// A dlprep dataset's index gives every sample's shape: a candidate that cannot store one of them
-// (webp and a gray image the sample missed) is refused before anything is measured, as
-// convert-dataset would fail that sample.
-void check_storable(const std::vector<dataset::TargetSpec>& targets,
-                    const std::vector<dataset::SourceEntry>& recorded, image::Channels channels,
-                    const std::filesystem::path& dataset) {
-  for (const dataset::TargetSpec& t : targets) {
-    const image::Codec* codec = image::find_codec(t.format);
-    if (!codec) continue;  // named when it is probed
-    for (const dataset::SourceEntry& e : recorded) {
-      const uint32_t c = channels == image::Channels::rgb ? 3 : e.shape.channels;
-      std::string why = codec->round_trips(c)
-                            ? image::oversize_reason(*codec, e.shape.width, e.shape.height)
-                            : dataset::cannot_store(*codec, c);
-      if (!why.empty())
-        throw Error(Errc::unsupported, dataset::source_name(e) + " as " + t.text + ": " + why +
-                                           " (from " + dataset.string() + "'s index)");
-    }
-  }
-}
-
-}  // namespace
 
 ProfileReport profile_mix(const ProfileOptions& o) {
   if (o.search != "lp" && o.search != "liquid")

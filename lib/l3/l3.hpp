@@ -42,9 +42,16 @@ FileInfo inspect(ByteSpan file);
 /// reader of a stream stops at. nullopt before the field, or when they are no L3 file.
 std::optional<uint64_t> declared_file_size(ByteSpan head);
 
+/// Checks a whole file as decode() does (the header, the tables, and every patch's checksum and
+/// code arrays: man/dlprep-l3.5 steps 1-9) without decoding or allocating its pixels. Returns what
+/// inspect() does; throws like decode().
+FileInfo verify(ByteSpan file, unsigned threads = 1);
+
 /// Decodes a whole file, checking every patch checksum. `threads` parallelises over patches.
 /// Throws like inspect(), and Error(corrupt_data) "l3: patch I of channel C: ..." for a damaged
-/// patch; never returns pixels from a file that failed a check.
+/// patch; never returns pixels from a file that failed a check. An output over 256 MiB is
+/// allocated only once every patch passed its checks: a damaged file can declare an image
+/// about 30 times its own size.
 Image decode(ByteSpan file, unsigned threads = 1);
 
 /// Like decode() but into caller memory laid out HWC with `row_stride` bytes per row; the shape

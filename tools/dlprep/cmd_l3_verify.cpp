@@ -1,6 +1,7 @@
-// dlprep l3 verify FILE.l3… [--against ORIGINAL]: structure and every patch checksum (by decoding),
-// and with --against, bit-exact equality with the original image, or with the originals of a
-// whole tree (l3 encode IN/ -o OUT/, then l3 verify OUT/ --against IN/).
+// dlprep l3 verify FILE.l3… [--against ORIGINAL]: structure and every patch checksum (without
+// allocating the pixels, which a damaged header can make huge), and with --against, by decoding,
+// bit-exact equality with the original image, or with the originals of a whole tree (l3 encode IN/
+// -o OUT/, then l3 verify OUT/ --against IN/).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -96,12 +97,11 @@ Result verify_one(const InputFile& input, const Original* original,
     MappedFile file(input.path, require_l3_head);
     ByteSpan bytes = file.bytes();
     require_l3_head(bytes);
-    l3::FileInfo info = l3::inspect(bytes);
-    Image decoded = l3::decode(bytes, threads);
+    const l3::FileInfo info = l3::verify(bytes, threads);
     result.shape = info.shape;
     result.message = "ok, " + shape_text(info.shape) + ", every patch checksum matches";
     if (original) {
-      compare(decoded, *original, original_name);
+      compare(l3::decode(bytes, threads), *original, original_name);
       result.message += ", identical to " + original_name;
     }
   } catch (const Error& e) {

@@ -3,6 +3,9 @@
 // under -DDLPREP_SANITIZE=ON too: no crash, hang or out-of-bounds read).
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -76,6 +79,7 @@ TEST_CASE("every single-bit flip of a small file is detected") {
       bad[byte] ^= static_cast<uint8_t>(1 << bit);
       CAPTURE(byte);
       CAPTURE(bit);
+      std::string decode_error;
       try {
         (void)decode(bad);
         FAIL("a bit flip went undetected");
@@ -84,6 +88,13 @@ TEST_CASE("every single-bit flip of a small file is detected") {
         // "limit exceeded"; everything else is corrupt data.
         CHECK((e.code() == Errc::corrupt_data || e.code() == Errc::unsupported ||
                e.code() == Errc::limit_exceeded));
+        decode_error = e.what();
+      }
+      try {
+        (void)verify(bad);
+        FAIL("verify missed a bit flip");
+      } catch (const Error& e) {
+        CHECK(e.what() == decode_error);
       }
     }
   }
@@ -98,6 +109,86 @@ TEST_CASE("a damaged patch is reported with its index and channel") {
   } catch (const Error& e) {
     CHECK(std::string(e.what()) == "l3: patch 5 of channel 2: checksum mismatch");
   }
+  for (unsigned threads : {1u, 3u}) {
+    try {
+      (void)verify(file, threads);
+      FAIL("verify accepted");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()) == "l3: patch 5 of channel 2: checksum mismatch");
+    }
+  }
+}
+
+TEST_CASE("verify passes a good file and says what inspect says") {
+  const Bytes file = small_file();
+  const FileInfo checked = verify(file, 2), inspected = inspect(file);
+  CHECK(checked.shape == inspected.shape);
+  CHECK(checked.channel_bytes == inspected.channel_bytes);
+  CHECK(checked.file_bytes == file.size());
+}
+
+// Linux resets a process's peak resident memory (VmHWM) on "5" to clear_refs.
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  return static_cast<bool>(clear << "5" << std::flush);
+}
+std::optional<uint64_t> peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return std::nullopt;
+}
+
+// A flat gray image of 255 x 17 full 256-pixel patches (271 MiB of pixels in a 9 MB file): the
+// patch of a flat 256 x 256 image repeated, with the table and header signed.
+Bytes large_flat_file(uint8_t value) {
+  Image flat(256, 256, 1);
+  std::memset(flat.data(), value, flat.size_bytes());
+  const Bytes one = encode(flat, {256, 1});
+  const Bytes patch(one.begin() + kHeaderBytes + kTableEntryBytes, one.end());
+  const uint32_t px = 255, py = 17, patches = px * py;
+  Bytes file(one.begin(), one.begin() + kHeaderBytes);
+  put_u32(&file[kOffWidth], px * 256);
+  put_u32(&file[kOffHeight], py * 256);
+  for (uint32_t i = 0; i < patches; ++i) {
+    file.resize(file.size() + kTableEntryBytes);
+    put_u32(&file[file.size() - 8], static_cast<uint32_t>((i + 1) * patch.size()));
+    std::memcpy(&file[file.size() - 4], &one[kHeaderBytes + 4], 4);  // the patch's Adler-32
+  }
+  for (uint32_t i = 0; i < patches; ++i) file.insert(file.end(), patch.begin(), patch.end());
+  const uint64_t size = file.size();
+  for (int b = 0; b < 8; ++b) file[kOffFileSize + b] = static_cast<uint8_t>(size >> (8 * b));
+  resign_header(file, size_t{kTableEntryBytes} * patches);
+  return file;
+}
+
+TEST_CASE("a large declared image is checked whole before its output is allocated") {
+  Bytes file = large_flat_file(7);
+  const Image image = decode(file, 2);
+  REQUIRE(image.shape() == ImageShape{65280, 4352, 1});
+  CHECK(image.row(0)[0] == 7);
+  CHECK(image.row(4351)[65279] == 7);
+  CHECK(verify(file).shape == image.shape());
+
+  file[file.size() - 1] ^= 0x01;  // only the last patch is damaged
+  const bool measured = reset_peak_rss();
+  const std::optional<uint64_t> before = peak_rss_bytes();
+  for (unsigned threads : {1u, 2u}) {
+    try {
+      (void)decode(file, threads);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()) == "l3: patch 4334 of channel 0: checksum mismatch");
+    }
+    CHECK_THROWS_AS((void)verify(file, threads), Error);
+  }
+  const std::optional<uint64_t> after = peak_rss_bytes();
+  if (!measured || !before || !after) {
+    MESSAGE("peak memory not checked: /proc/self/clear_refs or VmHWM unavailable");
+    return;
+  }
+  // Decoding up to the last patch before finding it would have touched 271 MiB.
+  CHECK(*after - *before < (uint64_t{64} << 20));
 }
 
 TEST_CASE("oversized dimensions are rejected before any allocation") {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,9 +43,14 @@ std::string difference(const Manifest& a, const Manifest& b) {
   auto quoted = [](const std::string& s) {
     return s.empty() ? std::string("none") : "'" + s + "'";
   };
+  // Parts whose source samples were compared may name it otherwise: ./src and /data/src, or
+  // copies at other paths on the machines that converted them.
+  const bool compared = !a.source_digest.empty() && !b.source_digest.empty();
   for (const std::string& d : {
-           differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
-                  b.source_kind + " " + quoted(source_path_text(b.source_path))),
+           compared
+               ? differ("source", a.source_kind, b.source_kind)
+               : differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
+                        b.source_kind + " " + quoted(source_path_text(b.source_path))),
            differ("shard count", std::to_string(a.shard_count), std::to_string(b.shard_count)),
            a.shard_rule == b.shard_rule
                ? std::string()
@@ -65,8 +71,7 @@ std::string difference(const Manifest& a, const Manifest& b) {
     if (!d.empty()) return d;
   // Of one source, but in another state (files added or removed between the parts' runs), or
   // two lists that share a name (/dev/fd/63): its samples would be dealt to the parts anew.
-  if (!a.source_digest.empty() && !b.source_digest.empty() &&
-      (a.source_samples != b.source_samples || a.source_digest != b.source_digest))
+  if (compared && (a.source_samples != b.source_samples || a.source_digest != b.source_digest))
     return "source samples: " + std::to_string(a.source_samples) + " (digest " + a.source_digest +
            ") vs " + std::to_string(b.source_samples) + " (digest " + b.source_digest +
            "): the parts saw different sources, or the source changed between their runs; "
@@ -164,6 +169,51 @@ struct Input {
   }
 };
 
+// Calls fn(part, record) for the parts' records in the order of their ordinals (a streaming
+// N-way merge), each with a valid location; throws on a repeated or out-of-order ordinal.
+void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifests,
+                     const std::function<void(const fs::path&, const SampleRecord&)>& fn) {
+  std::vector<Input> inputs(o.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i].dir = o.inputs[i];
+    inputs[i].samples = manifests[i].samples;
+    inputs[i].reader = std::make_unique<IndexReader>(o.inputs[i] / kIndexName);
+    inputs[i].advance();
+  }
+  uint64_t last = 0;
+  for (bool first = true;; first = false) {
+    Input* next = nullptr;
+    for (auto& in : inputs)
+      if (in.has && (!next || in.current.ordinal < next->current.ordinal)) next = &in;
+    if (!next) return;
+    const SampleRecord& r = next->current;
+    if (!first && r.ordinal <= last)
+      throw Error(Errc::corrupt_data, (next->dir / kIndexName).string() + ": sample " +
+                                          std::to_string(r.ordinal) + " ('" + r.key +
+                                          "') is out of order or in two shards");
+    last = r.ordinal;
+    check_location(r.location);
+    fn(next->dir, r);
+    next->advance();
+  }
+}
+
+// Every file the parts' indices name is there and regular, checked before OUT is changed: a
+// part with a missing file fails the merge with an earlier OUT left complete.
+void check_part_files(const MergeOptions& o, const std::vector<Manifest>& manifests, bool tar) {
+  std::unordered_set<std::string> checked_shards;
+  for_each_record(o, manifests, [&](const fs::path& part, const SampleRecord& r) {
+    if (tar && !checked_shards.insert(r.location).second) return;
+    const fs::path file = part / r.location;
+    struct stat st {};
+    if (::stat(file.c_str(), &st) != 0) {
+      const int err = errno;
+      throw Error(Errc::io, file.string() + ": cannot open: " + std::strerror(err), err);
+    }
+    if (!S_ISREG(st.st_mode)) throw Error(Errc::io, file.string() + ": not a regular file");
+  });
+}
+
 }  // namespace
 
 MergeResult merge_datasets(const MergeOptions& o) {
@@ -246,37 +296,21 @@ MergeResult merge_datasets(const MergeOptions& o) {
   }
   uint64_t total = 0;
   for (const auto& m : manifests) total += m.samples;
+  const bool tar = merged.layout == "tar";
+  check_part_files(o, manifests, tar);
   const bool rerun = old && old->complete && same_options(*old, merged);
   IncompleteMark mark(o.output, merged);
   if (!rerun) mark.set();
 
-  std::vector<Input> inputs(o.inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i].dir = o.inputs[i];
-    inputs[i].samples = manifests[i].samples;
-    inputs[i].reader = std::make_unique<IndexReader>(o.inputs[i] / kIndexName);
-    inputs[i].advance();
-  }
   AtomicFile index(o.output / kIndexName, AtomicFile::Mode::defer);  // may be current
   ListedLocations listed;
   std::unordered_set<std::string> placed_shards;
   std::string lines;
-  uint64_t last = 0, done = 0;
-  for (;;) {
-    Input* next = nullptr;
-    for (auto& in : inputs)
-      if (in.has && (!next || in.current.ordinal < next->current.ordinal)) next = &in;
-    if (!next) break;
-    SampleRecord& r = next->current;
-    if (done > 0 && r.ordinal <= last)
-      throw Error(Errc::corrupt_data, (next->dir / kIndexName).string() + ": sample " +
-                                          std::to_string(r.ordinal) + " ('" + r.key +
-                                          "') is out of order or in two shards");
-    last = r.ordinal;
-    check_location(r.location);
+  uint64_t done = 0;
+  for_each_record(o, manifests, [&](const fs::path& part, const SampleRecord& r) {
     // A tar shard holds many samples: placed once, with its first.
-    if (merged.layout != "tar" || placed_shards.insert(r.location).second)
-      place(next->dir / r.location, o.output / r.location, mark);
+    if (!tar || placed_shards.insert(r.location).second)
+      place(part / r.location, o.output / r.location, mark);
     listed.add(r.location);
     lines += format_record(r);
     lines += '\n';
@@ -286,13 +320,12 @@ MergeResult merge_datasets(const MergeOptions& o) {
       lines.clear();
     }
     if (o.progress) o.progress({"dataset merge", ++done, total, r.key});
-    next->advance();
-  }
+  });
   index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
   const std::vector<fs::path> orphans = orphan_files(o.output, listed);  // from the old index
   // Tar parts: also the shards of an earlier merge that stopped before its index named them.
   std::vector<fs::path> stale = orphans;
-  if (merged.layout == "tar")
+  if (tar)
     for (const fs::path& shard : unlisted_part_shards(o.output, listed))
       if (std::find(stale.begin(), stale.end(), shard) == stale.end()) stale.push_back(shard);
   // After an interrupted merge: its temporary files, and what it placed that no index names.

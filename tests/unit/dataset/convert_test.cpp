@@ -889,6 +889,16 @@ TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs bet
   m.inputs = {a.destination, b.destination};
   m.output = root / "merged";
   CHECK(merge_datasets(m).manifest.samples == 14);
+  // A part converted from a copy of the source at another path (another machine's) belongs too:
+  // the samples it saw are the same.
+  fs::copy(src, root / "copy", fs::copy_options::recursive);
+  ConvertOptions copied = options(root / "copy", root / "b-of-copy", "png");
+  copied.shard_index = 1;
+  copied.shard_count = 2;
+  convert_dataset(copied);
+  m.inputs = {a.destination, copied.destination};
+  m.output = root / "merged-copy";
+  CHECK(merge_datasets(m).manifest.samples == 14);
 
   ConvertOptions c = options(src, root / "c", "png");
   c.shard_index = 1;
@@ -904,6 +914,34 @@ TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs bet
     CHECK(e.code() == Errc::invalid_argument);
     CHECK(std::string(e.what()).find("(seed: 0 vs 7)") != std::string::npos);
   }
+}
+
+TEST_CASE("a re-merge that finds a part's file missing leaves the earlier output as it was") {
+  fs::path root = scratch("remerge-missing");
+  fs::path src = make_tree(root);
+  MergeOptions m =
+      parts_of(root, "part", 2, [&](const fs::path& d) { return options(src, d, "png"); });
+  m.output = root / "merged";
+  merge_datasets(m);
+  const std::string manifest = slurp(m.output / kManifestName);
+  // Part 0's files rewritten (so that a merge would place them again), and one of part 1's lost.
+  IndexReader part0(m.inputs[0] / kIndexName), part1(m.inputs[1] / kIndexName);
+  SampleRecord r;
+  while (part0.next(r)) {
+    const fs::path file = m.inputs[0] / r.location;
+    fs::copy_file(file, root / "rewritten", fs::copy_options::overwrite_existing);
+    fs::rename(root / "rewritten", file);
+  }
+  REQUIRE(part1.next(r));
+  fs::remove(m.inputs[1] / r.location);
+  try {
+    merge_datasets(m);
+    FAIL("merged without a part's file");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find(r.location) != std::string::npos);
+  }
+  CHECK(slurp(m.output / kManifestName) == manifest);
+  CHECK(problems_of(m.output).empty());
 }
 
 TEST_CASE("an index whose record count is not its dataset.json's is refused by merge and convert") {

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "dataset/orphan_files.hpp"
+#include "dataset/sample_source.hpp"
 
 namespace dlprep::dataset {
 namespace fs = std::filesystem;
@@ -169,10 +170,11 @@ struct Input {
   }
 };
 
-// Calls fn(part, record) for the parts' records in the order of their ordinals (a streaming
-// N-way merge), each with a valid location; throws on a repeated or out-of-order ordinal.
+// Calls fn(part, record) for the parts' records (part: an index into o.inputs) in the order of
+// their ordinals (a streaming N-way merge), each with a valid location; throws on a repeated or
+// out-of-order ordinal.
 void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifests,
-                     const std::function<void(const fs::path&, const SampleRecord&)>& fn) {
+                     const std::function<void(size_t, const SampleRecord&)>& fn) {
   std::vector<Input> inputs(o.inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     inputs[i].dir = o.inputs[i];
@@ -193,7 +195,7 @@ void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifes
                                           "') is out of order or in two shards");
     last = r.ordinal;
     check_location(r.location);
-    fn(next->dir, r);
+    fn(static_cast<size_t>(next - inputs.data()), r);
     next->advance();
   }
 }
@@ -202,9 +204,9 @@ void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifes
 // part with a missing file fails the merge with an earlier OUT left complete.
 void check_part_files(const MergeOptions& o, const std::vector<Manifest>& manifests, bool tar) {
   std::unordered_set<std::string> checked_shards;
-  for_each_record(o, manifests, [&](const fs::path& part, const SampleRecord& r) {
+  for_each_record(o, manifests, [&](size_t part, const SampleRecord& r) {
     if (tar && !checked_shards.insert(r.location).second) return;
-    const fs::path file = part / r.location;
+    const fs::path file = o.inputs[part] / r.location;
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
       const int err = errno;
@@ -212,6 +214,17 @@ void check_part_files(const MergeOptions& o, const std::vector<Manifest>& manife
     }
     if (!S_ISREG(st.st_mode)) throw Error(Errc::io, file.string() + ": not a regular file");
   });
+}
+
+// A part converted from the source named otherwise (./src, /data/src, a copy elsewhere) names
+// its samples' source files that way: renamed as the first part names them, as one run would
+// have. A list's entries are the list's own names, and stay.
+SampleRecord as_first_part_names_it(SampleRecord r, const Manifest& part, const Manifest& first) {
+  if (part.source_kind == source_kind_name(SourceKind::list)) return r;
+  const std::string from = source_path_text(part.source_path) + "/";
+  if (r.source.compare(0, from.size(), from) == 0)
+    r.source = source_path_text(first.source_path) + "/" + r.source.substr(from.size());
+  return r;
 }
 
 }  // namespace
@@ -307,12 +320,12 @@ MergeResult merge_datasets(const MergeOptions& o) {
   std::unordered_set<std::string> placed_shards;
   std::string lines;
   uint64_t done = 0;
-  for_each_record(o, manifests, [&](const fs::path& part, const SampleRecord& r) {
+  for_each_record(o, manifests, [&](size_t part, const SampleRecord& r) {
     // A tar shard holds many samples: placed once, with its first.
     if (!tar || placed_shards.insert(r.location).second)
-      place(part / r.location, o.output / r.location, mark);
+      place(o.inputs[part] / r.location, o.output / r.location, mark);
     listed.add(r.location);
-    lines += format_record(r);
+    lines += format_record(as_first_part_names_it(r, manifests[part], first));
     lines += '\n';
     merged.count(r);
     if (lines.size() > (1u << 20)) {

@@ -899,6 +899,8 @@ TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs bet
   m.inputs = {a.destination, copied.destination};
   m.output = root / "merged-copy";
   CHECK(merge_datasets(m).manifest.samples == 14);
+  // Its records name their source files as one run from the first part's source would have.
+  CHECK(slurp(m.output / kIndexName) == slurp(root / "merged" / kIndexName));
 
   ConvertOptions c = options(src, root / "c", "png");
   c.shard_index = 1;

@@ -296,6 +296,8 @@ ProfileReport profile_mix(const ProfileOptions& o) {
         step("verify", 1, 2);
         MeasuredThroughput second = measure_mix(report.mix, report.predicted.images_per_s);
         step("verify", 2, 2);
+        report.resolved_mix = report.mix;
+        report.resolved_measured = second;
         if (second.images_per_s >= first.images_per_s) {
           report.measured = second;
         } else {

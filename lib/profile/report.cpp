@@ -38,6 +38,23 @@ Bounds bounds_from(const Json& j) {
   return b;
 }
 
+Json measured_json(const MeasuredThroughput& m) {
+  return {{"images_per_s", m.images_per_s},
+          {"seconds", m.seconds},
+          {"images", m.images},
+          {"storage_bytes_per_s", m.storage_bytes_per_s},
+          {"decode_cores", m.decode_cores}};
+}
+
+// A measured mix: its ratios (in the order of the formats) and its pass; null when absent.
+Json measured_mix_json(const std::vector<double>& ratios,
+                       const std::optional<MeasuredThroughput>& m) {
+  if (!m) return nullptr;
+  Json j = {{"ratios", ratios}};
+  j.update(measured_json(*m));
+  return j;
+}
+
 std::string fixed(double v, int decimals) {
   if (!std::isfinite(v)) return "-";
   char buf[64];
@@ -53,12 +70,12 @@ std::string share_text(double r, int significant) {
 
 }  // namespace
 
-std::string ProfileReport::mix_text(int significant) const {
+std::string ProfileReport::mix_text(const std::vector<double>& shares, int significant) const {
   std::string out;
-  for (size_t i = 0; i < formats.size() && i < mix.size(); ++i) {
-    if (mix[i] <= 0) continue;
+  for (size_t i = 0; i < formats.size() && i < shares.size(); ++i) {
+    if (shares[i] <= 0) continue;
     if (!out.empty()) out += ',';
-    out += formats[i].spec + ':' + share_text(mix[i], significant);
+    out += formats[i].spec + ':' + share_text(shares[i], significant);
   }
   return out;
 }
@@ -104,25 +121,9 @@ std::string report_to_json(const ProfileReport& r) {
       {"mix_text", r.mix_text(kMixFromDigits)},
       {"predicted", bounds_json(r.predicted)},
   };
-  if (r.measured) {
-    doc["measured"] = {{"images_per_s", r.measured->images_per_s},
-                       {"seconds", r.measured->seconds},
-                       {"images", r.measured->images},
-                       {"storage_bytes_per_s", r.measured->storage_bytes_per_s},
-                       {"decode_cores", r.measured->decode_cores}};
-  } else {
-    doc["measured"] = nullptr;
-  }
-  if (r.first_measured) {
-    doc["first_mix"] = {{"ratios", r.first_mix},
-                        {"images_per_s", r.first_measured->images_per_s},
-                        {"seconds", r.first_measured->seconds},
-                        {"images", r.first_measured->images},
-                        {"storage_bytes_per_s", r.first_measured->storage_bytes_per_s},
-                        {"decode_cores", r.first_measured->decode_cores}};
-  } else {
-    doc["first_mix"] = nullptr;
-  }
+  doc["measured"] = r.measured ? measured_json(*r.measured) : Json(nullptr);
+  doc["first_mix"] = measured_mix_json(r.first_mix, r.first_measured);
+  doc["resolved_mix"] = measured_mix_json(r.resolved_mix, r.resolved_measured);
   doc["sweep"] = {{"format_a", r.formats.empty() ? "" : r.formats.at(r.sweep_a).spec},
                   {"format_b", r.formats.size() < 2 ? "" : r.formats.at(r.sweep_b).spec},
                   {"points", sweep}};
@@ -144,6 +145,21 @@ T count_at(const Json& j, const char* key) {
                                         "\" is not an integer from 0 to " +
                                         std::to_string(std::numeric_limits<T>::max()));
   return static_cast<T>(n.get<uint64_t>());
+}
+
+MeasuredThroughput measured_from(const Json& m) {
+  return {m.at("images_per_s").get<double>(), m.at("seconds").get<double>(),
+          count_at<uint64_t>(m, "images"), m.at("storage_bytes_per_s").get<double>(),
+          m.at("decode_cores").get<double>()};
+}
+
+// A measured mix of measured_mix_json(), when the key is there and not null (reports of earlier
+// versions have no resolved_mix).
+void read_measured_mix(const Json& doc, const char* key, std::vector<double>& ratios,
+                       std::optional<MeasuredThroughput>& measured) {
+  if (!doc.contains(key) || doc.at(key).is_null()) return;
+  ratios = doc.at(key).at("ratios").get<std::vector<double>>();
+  measured = measured_from(doc.at(key));
 }
 
 }  // namespace
@@ -198,21 +214,9 @@ ProfileReport report_from_json(std::string_view text) {
                                             ", which is not among the formats");
     }
     r.predicted = bounds_from(doc.at("predicted"));
-    if (!doc.at("measured").is_null()) {
-      const Json& m = doc["measured"];
-      r.measured = MeasuredThroughput{
-          m.at("images_per_s").get<double>(), m.at("seconds").get<double>(),
-          count_at<uint64_t>(m, "images"), m.at("storage_bytes_per_s").get<double>(),
-          m.at("decode_cores").get<double>()};
-    }
-    if (!doc.at("first_mix").is_null()) {
-      const Json& m = doc["first_mix"];
-      r.first_mix = m.at("ratios").get<std::vector<double>>();
-      r.first_measured = MeasuredThroughput{
-          m.at("images_per_s").get<double>(), m.at("seconds").get<double>(),
-          count_at<uint64_t>(m, "images"), m.at("storage_bytes_per_s").get<double>(),
-          m.at("decode_cores").get<double>()};
-    }
+    if (!doc.at("measured").is_null()) r.measured = measured_from(doc["measured"]);
+    read_measured_mix(doc, "first_mix", r.first_mix, r.first_measured);
+    read_measured_mix(doc, "resolved_mix", r.resolved_mix, r.resolved_measured);
     const Json& sw = doc.at("sweep");
     auto index_of = [&](const std::string& spec) -> size_t {
       for (size_t i = 0; i < r.formats.size(); ++i)
@@ -323,9 +327,15 @@ std::string report_table(const ProfileReport& r) {
          "-bound; load " + fixed(r.predicted.load_images_per_s, 1) + ", decode " +
          fixed(r.predicted.decode_images_per_s, 1) + ")\n";
   if (r.first_measured)
-    out += "first mix: " + fixed(r.first_measured->images_per_s, 1) +
-           " img/s measured, decode-bound on " + fixed(r.first_measured->decode_cores, 2) +
-           " cores\n";
+    out += "first mix: " + r.mix_text(r.first_mix) + ", " +
+           fixed(r.first_measured->images_per_s, 1) + " img/s measured, decode-bound on " +
+           fixed(r.first_measured->decode_cores, 2) + " cores\n";
+  if (r.resolved_measured && r.first_measured)
+    out += "re-solved mix: " + r.mix_text(r.resolved_mix) + ", " +
+           fixed(r.resolved_measured->images_per_s, 1) + " img/s measured" +
+           (r.resolved_measured->images_per_s >= r.first_measured->images_per_s
+                ? ": chosen\n"
+                : ": slower, so the first mix is kept\n");
   if (r.measured)
     out += "measured: " + fixed(r.measured->images_per_s, 1) + " img/s over " +
            std::to_string(r.measured->images) + " images in " + fixed(r.measured->seconds, 2) +

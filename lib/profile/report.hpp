@@ -40,6 +40,10 @@ struct ProfileReport {
   std::string decode_workers_source = "jobs";
   std::optional<MeasuredThroughput> first_measured;  ///< the first mix's pass, when re-solved
   std::vector<double> first_mix;                      ///< the first mix, when re-solved
+  /// The re-solved mix and its pass, when it differed enough from the first to be measured: the
+  /// chosen mix when it was faster, else the one that lost to the first.
+  std::optional<MeasuredThroughput> resolved_measured;
+  std::vector<double> resolved_mix;
   std::string reader;          ///< how reads bypassed the page cache: "o_direct" or "fadvise"
   std::string search;          ///< "lp" or "liquid"
   /// --channels: "keep", or "rgb" (the sample measured as RGB, as the dataset must then be made)
@@ -58,7 +62,9 @@ struct ProfileReport {
   /// "png:0.7,bmp:0.3": the chosen mix as convert-dataset --mix takes it (zero shares left
   /// out), to `significant` digits: 3 for people (finer than a sample can realise), and
   /// kMixFromDigits in the JSON report, the text --mix-from builds from its ratios.
-  std::string mix_text(int significant = 3) const;
+  std::string mix_text(int significant = 3) const { return mix_text(mix, significant); }
+  /// The same for other shares of these formats (first_mix, resolved_mix).
+  std::string mix_text(const std::vector<double>& shares, int significant = 3) const;
 };
 
 /// The report as JSON text (two-space indent, trailing newline). Infinite bounds (no compute

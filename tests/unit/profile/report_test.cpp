@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.hpp"
@@ -14,6 +15,8 @@ using namespace dlprep;
 using namespace dlprep::profile;
 
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 ProfileReport sample_report() {
   ProfileReport r;
@@ -76,7 +79,27 @@ TEST_CASE("a report survives a JSON round trip") {
   CHECK(back.first_mix == r.first_mix);
   REQUIRE(back.first_measured);
   CHECK(back.first_measured->decode_cores == 0.8);
+  CHECK(!back.resolved_measured);
   CHECK(report_to_json(back) == text);
+
+  // And the re-solved mix, measured: here slower than the first, which stays chosen.
+  r.resolved_mix = {0.25, 0.75};
+  r.resolved_measured = MeasuredThroughput{18, 2, 36, 1e8, 0.8};
+  text = report_to_json(r);
+  back = report_from_json(text);
+  CHECK(back.resolved_mix == r.resolved_mix);
+  REQUIRE(back.resolved_measured);
+  CHECK(back.resolved_measured->images_per_s == 18);
+  CHECK(report_to_json(back) == text);
+  const std::string table = report_table(back);
+  CHECK(table.find("first mix: png:0.5,bmp:0.5, 20.0 img/s measured") != std::string::npos);
+  CHECK(table.find("re-solved mix: png:0.25,bmp:0.75, 18.0 img/s measured: slower, so the first "
+                   "mix is kept") != std::string::npos);
+
+  // A report written before resolved_mix existed reads as one without it.
+  Json old = Json::parse(text);
+  old.erase("resolved_mix");
+  CHECK(!report_from_json(old.dump()).resolved_measured);
 }
 
 TEST_CASE("a report of another schema or malformed text is refused") {

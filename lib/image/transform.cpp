@@ -64,6 +64,37 @@ std::string Transform::text() const {
   return s;
 }
 
+Transform parse_transform_text(std::string_view text) {
+  Transform t;
+  auto after = [](std::string_view part, std::string_view name, std::string_view& value) {
+    if (part.substr(0, name.size()) != name) return false;
+    value = part.substr(name.size());
+    return true;
+  };
+  // Parts between commas; "" is no transform, and an empty part (",", "a,") is an error.
+  for (size_t at = 0, comma = 0; !text.empty() && comma != std::string_view::npos; at = comma + 1) {
+    comma = text.find(',', at);
+    const std::string_view part = text.substr(at, comma - at);
+    std::string_view value;
+    if (part == "center-crop") {
+      t.center_crop = true;
+    } else if (part == "channels=rgb") {
+      t.channels = Channels::rgb;
+    } else if (after(part, "resize=", value)) {
+      t.resize = parse_size(value);
+    } else if (after(part, "max-side=", value)) {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), t.max_side);
+      if (ec != std::errc() || end != value.data() + value.size() || t.max_side == 0)
+        throw bad("transform '" + std::string(part) + "': the side is not a positive number");
+    } else {
+      throw bad("transform '" + std::string(part) +
+                "' is none of resize=WxH, center-crop, max-side=N, channels=rgb");
+    }
+  }
+  check_transform(t);
+  return t;
+}
+
 Size parse_size(std::string_view text) {
   const std::string quoted(text);
   size_t x = text.find_first_of("xX");

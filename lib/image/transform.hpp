@@ -41,6 +41,10 @@ struct Transform {
 /// pixels). Throws Error(invalid_argument) saying what is wrong.
 Size parse_size(std::string_view text);
 
+/// The transform whose text() this is ("" for none), checked by check_transform. Throws
+/// Error(invalid_argument) naming the part it does not know.
+Transform parse_transform_text(std::string_view text);
+
 /// Throws Error(invalid_argument) unless the transform is consistent: not both resize and
 /// max_side, center_crop only with resize, sizes positive and within limits.hpp.
 void check_transform(const Transform& transform);

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/timing.hpp"
+#include "dataset/manifest.hpp"
 #include "dataset/sample_source.hpp"
 #include "image/codec.hpp"
 #include "profile/load_decode.hpp"
@@ -152,6 +153,9 @@ ProfileReport profile_mix(const ProfileOptions& o) {
   std::vector<dataset::SourceEntry> recorded;
   std::vector<dataset::SourceEntry> files = select_sample(o.dataset, o.sample, &recorded);
   check_storable(targets, recorded, o.channels, o.dataset);
+  // A dlprep dataset's images are what its transform made of the source's.
+  if (dataset::is_dataset(o.dataset))
+    report.transform = dataset::read_manifest(o.dataset).transform;
   report.sample_images = files.size();
   report.resources.decode_workers = threads;
   report.jobs = threads;

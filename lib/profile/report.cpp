@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "dataset/target_spec.hpp"
+#include "image/transform.hpp"
 
 namespace dlprep::profile {
 namespace {
@@ -117,6 +118,7 @@ std::string report_to_json(const ProfileReport& r) {
                                      : Json(nullptr)}}},
       {"search", r.search},
       {"channels", r.channels},
+      {"transform", r.transform},
       {"mix", mix},
       {"mix_text", r.mix_text(kMixFromDigits)},
       {"predicted", bounds_json(r.predicted)},
@@ -200,6 +202,7 @@ ProfileReport report_from_json(std::string_view text) {
         res.at("compute_images_per_s").is_null() ? 0 : res["compute_images_per_s"].get<double>();
     r.search = doc.at("search").get<std::string>();
     r.channels = doc.value("channels", std::string("keep"));
+    r.transform = doc.value("transform", std::string());
     r.mix.assign(r.formats.size(), 0.0);
     for (const Json& m : doc.at("mix")) {
       std::string spec = m.at("spec").get<std::string>();
@@ -244,7 +247,8 @@ ProfileReport report_from_json(std::string_view text) {
   }
 }
 
-std::string read_report_mix(const std::filesystem::path& path, std::string* channels) {
+std::string read_report_mix(const std::filesystem::path& path, std::string* channels,
+                            std::string* transform) {
   const std::string name = path.string();
   auto corrupt = [&](const std::string& what) {
     return Error(Errc::corrupt_data, name + ": " + what);
@@ -286,6 +290,16 @@ std::string read_report_mix(const std::filesystem::path& path, std::string* chan
     if (*channels != "keep" && *channels != "rgb")
       throw corrupt("\"channels\" is neither \"keep\" nor \"rgb\"");
   }
+  if (transform) {
+    *transform = "";
+    if (doc.contains("transform") && doc["transform"].is_string())
+      *transform = doc["transform"].get<std::string>();
+    try {
+      (void)image::parse_transform_text(*transform);
+    } catch (const Error& e) {
+      throw corrupt(std::string("\"transform\": ") + e.what());
+    }
+  }
   return text;
 }
 
@@ -321,7 +335,9 @@ std::string report_table(const ProfileReport& r) {
   out += "; compute ceiling: " +
          (r.resources.compute_images_per_s > 0 ? fixed(r.resources.compute_images_per_s, 1) + " img/s"
                                                : std::string("none"));
-  out += "\nsample: " + std::to_string(r.sample_images) + " images; search: " + r.search + "\n";
+  out += "\nsample: " + std::to_string(r.sample_images) + " images" +
+         (r.transform.empty() ? "" : " (made with " + r.transform + ")") + "; search: " + r.search +
+         "\n";
   out += "mix: " + r.mix_text() + "\n";
   out += "predicted: " + fixed(r.predicted.images_per_s, 1) + " img/s (" + r.predicted.bound +
          "-bound; load " + fixed(r.predicted.load_images_per_s, 1) + ", decode " +

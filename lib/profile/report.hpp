@@ -48,6 +48,9 @@ struct ProfileReport {
   std::string search;          ///< "lp" or "liquid"
   /// --channels: "keep", or "rgb" (the sample measured as RGB, as the dataset must then be made)
   std::string channels = "keep";
+  /// The transform a profiled dlprep dataset was made with (its dataset.json's, "" for none or
+  /// for another source): the sample's sizes are its, so the mix is for a dataset made with it.
+  std::string transform;
   std::vector<double> mix;     ///< the chosen share of each format (same order as formats)
   Bounds predicted;            ///< of the chosen mix
   std::optional<MeasuredThroughput> measured;  ///< the verification pass, when run
@@ -79,8 +82,10 @@ ProfileReport report_from_json(std::string_view text);
 /// "mix", so a report trimmed by hand still works. Throws Error naming the file: io (missing, a
 /// directory, unreadable), corrupt_data (not JSON, no "mix" or an empty one, a malformed entry),
 /// unsupported (another schema or version). With `channels`, also the report's "channels"
-/// ("keep" when absent: a report of an older dlprep, or trimmed).
-std::string read_report_mix(const std::filesystem::path& path, std::string* channels = nullptr);
+/// ("keep" when absent: a report of an older dlprep, or trimmed), and with `transform` its
+/// "transform" ("" when absent), checked by image::parse_transform_text.
+std::string read_report_mix(const std::filesystem::path& path, std::string* channels = nullptr,
+                            std::string* transform = nullptr);
 
 /// The human summary: one row per format, then resources, the mix and the throughputs.
 std::string report_table(const ProfileReport& report);

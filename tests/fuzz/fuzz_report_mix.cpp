@@ -64,7 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fs::path& path = report_path();
   write_file_atomic(path, ByteSpan(data, size));
   try {
-    check_mix(dataset::parse_mix(profile::read_report_mix(path)));
+    std::string channels, transform;
+    check_mix(dataset::parse_mix(profile::read_report_mix(path, &channels, &transform)));
   } catch (const Error&) {
   }
   std::string json;

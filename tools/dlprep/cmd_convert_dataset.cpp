@@ -80,10 +80,12 @@ image::Transform transform_of(const ConvertDatasetOptions& o) {
 
 // --mix-from REPORT: the mix a profile-mix report chose. A report that cannot be used is a bad
 // option value (exit 2), and the message names the file.
-// The report's mix, and its --channels in `channels` (what the mix was measured with).
-std::vector<dataset::MixEntry> mix_from_report(const std::string& path, std::string& channels) {
+// The report's mix, its --channels in `channels` and its dataset's transform in `transform`
+// (what the mix was measured with).
+std::vector<dataset::MixEntry> mix_from_report(const std::string& path, std::string& channels,
+                                               std::string& transform) {
   try {
-    return dataset::parse_mix(profile::read_report_mix(path, &channels));
+    return dataset::parse_mix(profile::read_report_mix(path, &channels, &transform));
   } catch (const Error& e) {
     std::string what = e.what();
     if (what.rfind(path, 0) != 0) what = path + ": " + what;
@@ -130,16 +132,25 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   c.source = o.source;
   c.destination = o.destination;
   std::string report_channels = "keep";  // the --mix-from report's --channels
+  std::string report_transform;          // and its dataset's transform
   if (!o.to.empty()) {
     c.mix = {{dataset::parse_target(o.to), 1.0}};
   } else if (o.mix_from_given) {
-    c.mix = mix_from_report(o.mix_from, report_channels);
+    c.mix = mix_from_report(o.mix_from, report_channels, report_transform);
   } else {
     c.mix = dataset::parse_mix(o.mix);
   }
   c.transform = transform_of(o);
-  // A mix measured on RGB samples is for an RGB dataset (jpeg, webp may store nothing else).
-  if (report_channels == "rgb" && !o.channels_given) c.transform.channels = image::Channels::rgb;
+  // A mix measured on RGB samples is for an RGB dataset (jpeg, webp may store nothing else), and
+  // one measured on a dataset's resized images for images of those sizes.
+  const image::Transform measured = image::parse_transform_text(report_transform);
+  if ((report_channels == "rgb" || measured.channels == image::Channels::rgb) && !o.channels_given)
+    c.transform.channels = image::Channels::rgb;
+  if (o.resize.empty() && o.max_side.empty()) {
+    c.transform.resize = measured.resize;
+    c.transform.center_crop = measured.center_crop;
+    c.transform.max_side = measured.max_side;
+  }
   c.seed = o.seed;
   c.shuffle = o.shuffle;
   if (!o.shard.empty()) parse_shard(o.shard, c.shard_index, c.shard_count);
@@ -222,7 +233,8 @@ Action add_convert_dataset_command(CLI::App& app) {
   mix->excludes(to);
   auto* mix_from =
       cmd->add_option("--mix-from", o->mix_from,
-                      "use the mix a profile-mix report chose (dlprep profile-mix -o REPORT)")
+                      "use the mix a profile-mix report chose (dlprep profile-mix -o REPORT), "
+                      "with the channels and the dataset transform it was measured with")
           ->type_name("REPORT")
           ->each([o](const std::string&) { o->mix_from_given = true; });
   mix_from->excludes(to)->excludes(mix);

@@ -34,6 +34,19 @@ std::string shell_word(const std::string& path) {
   return out + "'";
 }
 
+// The convert-dataset flags that make a dataset of the images measured: the profiled dataset's
+// transform and --channels (which --mix-from also applies by itself).
+std::string transform_flags(const profile::ProfileReport& r) {
+  const image::Transform t = image::parse_transform_text(r.transform);
+  std::string flags;
+  if (t.resize.width != 0)
+    flags += " --resize " + std::to_string(t.resize.width) + "x" + std::to_string(t.resize.height) +
+             (t.center_crop ? " --center-crop" : "");
+  if (t.max_side != 0) flags += " --max-side " + std::to_string(t.max_side);
+  if (t.channels == image::Channels::rgb || r.channels == "rgb") flags += " --channels rgb";
+  return flags;
+}
+
 constexpr const char* kCommand = "profile-mix";
 
 struct ProfileMixOptions {
@@ -181,7 +194,7 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     table += "apply: dlprep convert-dataset SRC DST " +
              (report_to_file ? "--mix-from " + shell_word(o.output)
                              : "--mix " + r.mix_text(profile::kMixFromDigits)) +
-             (o.channels == image::Channels::rgb ? " --channels rgb" : "") + "\n";
+             transform_flags(r) + "\n";
     std::fwrite(table.data(), 1, table.size(), stdout);
   }
   return kExitOk;

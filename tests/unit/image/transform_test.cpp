@@ -80,6 +80,21 @@ TEST_CASE("the canonical text names what was asked") {
   CHECK_FALSE(rgb.empty());
 }
 
+TEST_CASE("the canonical text parses back to its transform, and anything else is refused") {
+  Transform rgb = max_side(1024);
+  rgb.channels = Channels::rgb;
+  for (const Transform& t :
+       {Transform{}, resize_to(1920, 1080, true), resize_to(64, 36, false), max_side(1024), rgb})
+    CHECK(parse_transform_text(t.text()) == t);
+  for (const char* bad : {"max-side=0", "max-side=", "max-side=12x", "max-side=99999999999",
+                          "resize=0x5", "resize=64", "center-crop", "resize=64x36,max-side=5",
+                          "channels=gray", "max-side=64,", "size=5"}) {
+    const std::string text = bad;
+    CAPTURE(text);
+    CHECK_THROWS_AS(parse_transform_text(bad), Error);
+  }
+}
+
 TEST_CASE("the centre crop is the largest centred region of the target's aspect ratio") {
   const Transform fhd = resize_to(1920, 1080, true);
   // Already 16:9: nothing cropped.

@@ -140,6 +140,15 @@ TEST_CASE("--mix-from reads the chosen mix, and names the file in every error") 
   CHECK(read_report_mix(write("ok.json", report_to_json(r))) == "png:0.625,bmp:0.375");
   CHECK(read_report_mix(write("min.json", R"({"schema": "dlprep.profile-mix/1",
       "mix": [{"spec": "jpeg:90", "ratio": 1}]})")) == "jpeg:90:1");
+  // The profiled dataset's transform, which --mix-from applies; none in a report without one.
+  std::string channels, transform = "x";
+  read_report_mix(dir / "min.json", &channels, &transform);
+  CHECK(channels == "keep");
+  CHECK(transform.empty());
+  r.transform = "max-side=128,channels=rgb";
+  read_report_mix(write("resized.json", report_to_json(r)), &channels, &transform);
+  CHECK(transform == "max-side=128,channels=rgb");
+  CHECK(report_from_json(report_to_json(r)).transform == r.transform);
   auto code_of = [](const fs::path& path) {
     try {
       read_report_mix(path);
@@ -162,6 +171,15 @@ TEST_CASE("--mix-from reads the chosen mix, and names the file in every error") 
         Errc::corrupt_data);
   CHECK(code_of(write("bad.json", R"({"schema": "dlprep.profile-mix/1", "mix": [{"spec": 3}]})")) ==
         Errc::corrupt_data);
+  r.transform = "max-side=-1";
+  const fs::path bad_transform = write("transform.json", report_to_json(r));
+  try {
+    read_report_mix(bad_transform, &channels, &transform);
+    FAIL("a bad transform was taken");
+  } catch (const Error& e) {
+    CHECK(e.code() == Errc::corrupt_data);
+    CHECK(std::string(e.what()).find(bad_transform.string() + ": \"transform\": ") == 0);
+  }
 }
 
 TEST_CASE("the table and the plot name the formats and the chosen mix") {

@@ -47,6 +47,19 @@ std::string transform_flags(const profile::ProfileReport& r) {
   return flags;
 }
 
+// SRC of the apply line: the profiled tree or list; for a dlprep dataset, the source it was made
+// from while that is found from here (the line adds the dataset's transform), else a placeholder.
+std::string apply_source(const std::string& profiled) {
+  std::error_code ec;
+  if (!dataset::is_dataset(profiled)) return shell_word(profiled);
+  try {
+    const std::string source = dataset::read_manifest(profiled).source_path;
+    if (!source.empty() && std::filesystem::exists(source, ec)) return shell_word(source);
+  } catch (const Error&) {
+  }
+  return "SRC";
+}
+
 constexpr const char* kCommand = "profile-mix";
 
 struct ProfileMixOptions {
@@ -112,7 +125,17 @@ void check_writable(const std::string& flag, const std::string& path) {
   if (std::filesystem::is_directory(status))  // a rename over it fails, after the measuring
     throw Error(Errc::io, flag + " " + path + ": is a directory (name a file in it)");
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return;
-  AtomicFile probe(path);
+  // The folders made for the probe are removed with it (when still empty): a run that fails
+  // later leaves none, and the report's own write makes them again.
+  std::filesystem::path outermost_new;
+  for (std::filesystem::path p = std::filesystem::path(path).parent_path();
+       !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path())
+    outermost_new = p;
+  { AtomicFile probe(path); }
+  if (outermost_new.empty()) return;
+  for (std::filesystem::path p = std::filesystem::path(path).parent_path();
+       std::filesystem::remove(p, ec) && p != outermost_new; p = p.parent_path()) {
+  }
 }
 
 ByteSpan bytes_of(const std::string& text) {
@@ -191,7 +214,7 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   } else {
     std::string table = profile::report_table(r);
     // What to run with the result, ready to paste.
-    table += "apply: dlprep convert-dataset SRC DST " +
+    table += "apply: dlprep convert-dataset " + apply_source(o.dataset) + " DST " +
              (report_to_file ? "--mix-from " + shell_word(o.output)
                              : "--mix " + r.mix_text(profile::kMixFromDigits)) +
              transform_flags(r) + "\n";

@@ -13,7 +13,7 @@ json_check 'len(d["sweep"]["points"]) == 11 and d["sweep"]["format_a"] == "png"'
 /usr/bin/python3 -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith("svg") else 1)' plot.svg ||
   fail "plot.svg is not an SVG document"
 grep -q '^predicted:' table.txt || fail "no table on stdout"
-grep -qx 'apply: dlprep convert-dataset SRC DST --mix-from report.json' table.txt ||
+grep -qxF "apply: dlprep convert-dataset $SAMPLE_DATA/images DST --mix-from report.json" table.txt ||
   fail "no apply line: $(cat table.txt)"
 [ -z "$(ls -A work)" ] || fail "work folder not cleaned: $(ls work)"
 # --json: the same report on stdout; --no-verify: nothing measured.
@@ -36,7 +36,7 @@ dlprep -q profile-mix rgb --formats png,webp:80,jpeg:90 --sample 2 --storage-bw 
   --no-verify --channels rgb >lossy.txt
 grep -qx 'lossy: webp:80, jpeg:90 (decodes to other pixels than the source.s)' lossy.txt ||
   fail "lossy candidates not named: $(cat lossy.txt)"
-grep -q '^apply: dlprep convert-dataset SRC DST --mix [a-z0-9:.,]* --channels rgb$' lossy.txt ||
+grep -q '^apply: dlprep convert-dataset rgb DST --mix [a-z0-9:.,]* --channels rgb$' lossy.txt ||
   fail "$(cat lossy.txt)"
 # What convert-dataset would refuse (webp and gray images) is refused, naming the image.
 expect_exit 1 dlprep profile-mix gray --formats png,webp --sample 2 --storage-bw 50MB/s \

@@ -224,11 +224,9 @@ Action add_convert_dataset_command(CLI::App& app) {
   auto* to = cmd->add_option("--to", o->to,
                              "one target format: l3, png[:LEVEL], bmp, ppm, "
                              "webp[:lossless|QUALITY], jpeg[:QUALITY]")
-                 ->type_name("FMT[:OPTS]")
-                 ->check(kNotEmpty);
+                 ->type_name("FMT[:OPTS]");
   auto* mix = cmd->add_option("--mix", o->mix, "formats and their shares, e.g. l3:0.6,bmp:0.4")
-                  ->type_name("FMT[:OPTS]:RATIO,...")
-                  ->check(kNotEmpty);
+                  ->type_name("FMT[:OPTS]:RATIO,...");
   to->excludes(mix);
   mix->excludes(to);
   auto* mix_from =
@@ -243,13 +241,11 @@ Action add_convert_dataset_command(CLI::App& app) {
   auto* resize = cmd->add_option("--resize", o->resize,
                                  "resize every image to exactly WxH pixels (Lanczos-3); "
                                  "stretches unless --center-crop")
-                     ->type_name("WxH")
-                     ->check(kNotEmpty);
+                     ->type_name("WxH");
   auto* max_side = cmd->add_option("--max-side", o->max_side,
                                    "shrink images whose longer side exceeds N to exactly N, "
                                    "keeping the aspect ratio (never enlarges)")
-                       ->type_name("N")
-                       ->check(kNotEmpty);
+                       ->type_name("N");
   resize->excludes(max_side);
   max_side->excludes(resize);
   cmd->add_flag("--center-crop", o->center_crop,
@@ -265,8 +261,7 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->transform(kDecimal)
       ->check(kNotNegative);
   cmd->add_option("--shard", o->shard, "convert only part K of N (0 <= K < N) into DST")
-      ->type_name("K/N")
-      ->check(kNotEmpty);
+      ->type_name("K/N");
   cmd->add_option("--shards", o->shards,
                   "write tar shards of at most SIZE (e.g. 1GiB, 500MB) instead of a file tree")
       ->type_name("SIZE")

@@ -215,6 +215,7 @@ int run(int argc, char** argv) {
 
   std::vector<std::pair<std::string, Action>> actions;
   for (const Command& command : kCommands) actions.emplace_back(command.name, command.add(app));
+  refuse_empty_values(app);
 
   // A malformed command line: exit 2, and with --json its error document.
   auto refuse = [&](const std::string& path, const std::string& message) {

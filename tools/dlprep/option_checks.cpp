@@ -90,9 +90,15 @@ const CLI::Validator kDecimal(
     },
     "");
 
-const CLI::Validator kNotEmpty(
-    [](const std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
-    "");
+void refuse_empty_values(CLI::App& app) {
+  static const CLI::Validator not_empty(
+      [](const std::string& text) { return text.empty() ? std::string("must not be empty") : ""; },
+      "");
+  for (CLI::Option* option : app.get_options())
+    if (option->get_type_size_min() > 0) option->check(not_empty);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    refuse_empty_values(*sub);
+}
 
 const CLI::Validator kNotNegative(
     [](const std::string& text) {

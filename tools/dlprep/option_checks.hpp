@@ -16,9 +16,10 @@ extern const CLI::Validator kDecimal;
 /// giving one dataset), surprises rather than errors.
 extern const CLI::Validator kNotNegative;
 
-/// For an option whose absence means "none": an empty value (`--resize "$SIZE"` with SIZE unset)
-/// is refused ("must not be empty"), not taken for the option left out.
-extern const CLI::Validator kNotEmpty;
+/// Adds a check to every option of `app` and its subcommands that takes a value, positional ones
+/// too: an empty value (`--against "$ORIG"` with ORIG unset in a Makefile) is refused ("must not
+/// be empty"), never taken for the option left out or for its default.
+void refuse_empty_values(CLI::App& app);
 
 /// A finite number from `lo` to `hi` ("'abc' is not a number", "must be from 1 to 100"); with
 /// `whole`, an integer ("'1.5' is not a whole number").

@@ -36,3 +36,26 @@ expect_exit 2 dlprep --progress sometimes info a.ppm --json >err4.json 2>/dev/nu
 json_check 'd["schema"] == "dlprep.error/1" and d["exit_status"] == 2' <err4.json
 expect_exit 1 dlprep --json info nope.png >info.json 2>/dev/null
 json_check 'd["schema"] == "dlprep.info/1"' <info.json
+
+# An empty value (a Makefile variable left unset, quoted) is a usage error naming the option,
+# never the option left out: --against "" compared nothing, --vocab-from "" built a fresh
+# vocabulary, -o "" failed with an internal error.
+make_pnm b.ppm 4 4 3 2
+dlprep -q l3 encode b.ppm -o b.l3
+while read -r name args; do
+  eval "set -- $args"
+  expect_exit 2 dlprep "$@" 2>err5.txt
+  grep -qx "dlprep: error: .*: $name: must not be empty" err5.txt || fail "$args: $(cat err5.txt)"
+done <<'CASES'
+--against l3 verify b.l3 --against ''
+--vocab-from criteo-preprocess --vocab-from '' in.tsv -o out
+--emit-binary criteo-preprocess in.tsv -o out --emit-binary ''
+--max-memory criteo-preprocess in.tsv -o out --max-memory ''
+--output dataset merge a b -o ''
+--output profile-mix b.ppm -o ''
+--plot profile-mix b.ppm --plot ''
+--work-dir profile-mix b.ppm --work-dir ''
+SRC convert-dataset '' ds --to png
+FILE info ''
+CASES
+[ ! -e out ] && [ ! -e ds ] || fail "an output was written despite a usage error"

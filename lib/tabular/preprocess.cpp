@@ -416,9 +416,12 @@ PreprocessStats Run::execute() {
   for (const auto& d : stats_.days) {
     stats_.rows += d.rows;
     stats_.bad_rows += d.bad_rows;
-    // An empty day is more often a failed download or copy than a day without clicks.
-    if (d.rows == 0 && d.bad_rows == 0 && !d.skipped && o_.warning)
-      o_.warning(d.input + ": no rows (an empty file?)");
+    // An empty day is more often a failed download or copy than a day without clicks, and one
+    // without a good row another file (a label-less test.txt) than a day with bad rows.
+    if (d.rows == 0 && !d.skipped && o_.warning)
+      o_.warning(d.input + (d.bad_rows == 0 ? ": no rows (an empty file?)"
+                                            : ": every row (" + std::to_string(d.bad_rows) +
+                                                  ") is malformed: no row was written"));
   }
   backend_->flush();
   finished_ = true;  // nothing in flight: the backend may serve the Preprocessor's next run

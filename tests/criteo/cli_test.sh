@@ -204,6 +204,12 @@ contains bin_fields "$T/bin_fields.err" "not a dlprep binary row file"
 : > "$T/empty_day.tsv"
 expect empty_day 0 "$DLPREP" criteo-preprocess "$T/in.tsv" "$T/empty_day.tsv" -o "$T/o14y"
 contains empty_day "$T/empty_day.err" "empty_day.tsv: no rows (an empty file?)"
+# So is an input without a good row (Kaggle's label-less test.txt, skipped row by row), and the
+# summary does not call the day it wrote up to date.
+cut -f2- "$S/deepctr_200.tsv" >"$T/nolabel.tsv"
+expect no_label 0 "$DLPREP" criteo-preprocess --on-bad-row skip "$T/nolabel.tsv" -o "$T/o14n"
+contains no_label "$T/no_label.err" "nolabel.tsv: every row (200) is malformed: no row was written"
+if grep -q "up to date" "$T/no_label.out"; then echo "FAIL no_label: summary says up to date"; fail=1; fi
 # OUTDIR/vocab describes OUTDIR's arrays, for --vocab-from OUTDIR: a rerun that reuses it with
 # another --min-freq records that; a --no-vocab rerun that built another vocabulary removes it.
 expect conv_rerun1 0 "$DLPREP" criteo-preprocess --min-freq 2 "$T/in.tsv" -o "$T/o19"

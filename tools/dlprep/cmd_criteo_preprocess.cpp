@@ -250,7 +250,7 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
                                        (stats.vocab_reused ? " (vocabulary reused)" : "") +
                                        ", pass 2 " + format_fixed(stats.pass2_seconds, 3) + " s";
   const uint64_t written = stats.rows_written();
-  if (written == 0) {
+  if (std::all_of(stats.days.begin(), stats.days.end(), [](const auto& d) { return d.skipped; })) {
     std::printf("%llu rows, every day up to date (checked in %s s), peak RSS %s\n",
                 static_cast<unsigned long long>(stats.rows),
                 format_fixed(stats.total_seconds, 3).c_str(),
@@ -389,7 +389,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
       "Examples:\n"
       "  dlprep criteo-preprocess --preset piper train.txt -o out/\n"
       "  dlprep criteo-preprocess --preset torchrec day_{0..23}.gz -o mlperf/\n"
-      "  dlprep criteo-preprocess --vocab-from out/ test.txt -o test_out/\n");
+      "  dlprep criteo-preprocess --vocab-from out/ heldout.txt -o heldout_out/\n");
   // The "given" map must also know --log-offset etc. (add() recorded them).
   return [c](const Globals& globals) { return run_criteo(*c, globals); };
 }

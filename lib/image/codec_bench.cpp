@@ -44,7 +44,7 @@ std::string built_codec_names(const std::vector<const Codec*>& extra) {
   std::string s;
   for (const Codec* c : extra) s += std::string(c->name()) + " ";
   for (const Codec* c : all_codecs()) s += std::string(c->name()) + " ";
-  if (find_codec("webp")) s += "webp-lossy ";
+  if (find_codec("webp")) s += "webp-lossless webp-lossy ";
   return s + "memcpy source";
 }
 
@@ -83,11 +83,16 @@ Spec parse_spec(const std::string& text, const std::vector<const Codec*>& extra)
     spec.source = true;
     return spec;
   }
-  const bool webp_lossy = name == "webp-lossy";
+  const bool webp_lossy = name == "webp-lossy", webp_lossless = name == "webp-lossless";
+  if (name == "webp" && arg)
+    throw bad("ambiguous: write webp-lossless:" + std::to_string(*arg) + " for lossless effort " +
+              std::to_string(*arg) + ", or webp-lossy:" + std::to_string(*arg) + " for quality " +
+              std::to_string(*arg) + " (what convert-dataset's webp:" + std::to_string(*arg) +
+              " is)");
   const Codec* codec = nullptr;
   for (const Codec* c : extra)
     if (c->name() == name) codec = c;
-  if (!codec) codec = find_codec(webp_lossy ? "webp" : name);
+  if (!codec) codec = find_codec(webp_lossy || webp_lossless ? "webp" : name);
   if (!codec)
     throw Error(Errc::invalid_argument, "unknown codec '" + name + "' in '" + text +
                                             "' (this build has: " + built_codec_names(extra) + ")");
@@ -115,7 +120,7 @@ Spec parse_spec(const std::string& text, const std::vector<const Codec*>& extra)
   } else if (cname == "webp") {
     if (arg) in_range(0, 9, "webp effort");
     spec.options.level = arg.value_or(-1);
-    spec.canonical = arg ? "webp:" + std::to_string(*arg) : "webp";
+    spec.canonical = arg ? "webp-lossless:" + std::to_string(*arg) : "webp";
   } else if (cname == "l3") {
     if (arg) in_range(1, 65535, "l3 patch size");
     spec.options.patch = arg.value_or(0);

@@ -30,10 +30,11 @@ class Codec;
 /// What to benchmark.
 struct CodecBenchParams {
   /// Codec specs, `name[:N]` (see parse in codec_bench.cpp and `dlprep l3 bench --help`):
-  ///   l3        L3, auto patch size; l3:N patch N; l3@patches (or l3:N@patches) threads over patches
-  ///   png       libpng zlib level 6; png:N level N
-  ///   webp      WebP lossless, the codec's default effort; webp:N effort N;
-  ///             webp-lossy WebP lossy q90; webp-lossy:Q quality Q
+  ///   l3        L3, auto patch size; l3:N patch N; l3@patches (or l3:N@patches) threads over
+  ///   patches png       libpng zlib level 6; png:N level N webp      WebP lossless, the codec's
+  ///   default effort; webp-lossless:N effort N;
+  ///             webp-lossy WebP lossy q90; webp-lossy:Q quality Q (webp:N is refused: it
+  ///             is quality N to convert-dataset, effort N to earlier versions of this)
   ///   jpeg      JPEG quality 90 (4:2:0, lossy reference); jpeg:Q quality Q
   ///   bmp, ppm  uncompressed formats of the registry
   ///   memcpy    copy of the raw pixels: the decode ceiling (always added when missing)

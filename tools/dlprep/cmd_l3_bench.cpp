@@ -37,8 +37,9 @@ struct BenchOptions {
   std::string device, batches, layouts;
   std::vector<std::string> jpegs;
   unsigned depth = 2;
+  bool depth_given = false;
   bool device_mode() const {
-    return !device.empty() || !batches.empty() || !layouts.empty() || !jpegs.empty();
+    return !device.empty() || !batches.empty() || !layouts.empty() || !jpegs.empty() || depth_given;
   }
 };
 
@@ -215,8 +216,8 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
   if (options.device_mode()) {
     if (!options.codecs.empty() || !options.threads.empty())
       throw Error(Errc::invalid_argument,
-                  "--codecs and --threads choose the codec benchmark; --device, --batch, --layout "
-                  "and --jpeg the batch-decoder benchmark: not both");
+                  "--codecs and --threads choose the codec benchmark; --device, --batch, --layout, "
+                  "--jpeg and --depth the batch-decoder benchmark: not both");
     BenchDeviceOptions device;
     device.inputs = options.inputs;
     device.jpegs = options.jpegs;
@@ -368,14 +369,15 @@ Action add_l3_bench_command(CLI::App& l3) {
       ->type_name("N")
       ->capture_default_str()
       ->transform(kDecimal)
-      ->check(number_in(1, 16, true));
+      ->check(number_in(1, 16, true))
+      ->each([options](const std::string&) { options->depth_given = true; });
   cmd->footer(
       "Codec specs (comma-separated): l3 (auto patch), l3:N (patch N), l3@patches (threads over\n"
-      "patches instead of images); png, png:LEVEL (default 6); webp, webp:EFFORT (lossless);\n"
-      "webp-lossy, webp-lossy:Q; jpeg, jpeg:Q (default 90); bmp; ppm; memcpy (the ceiling,\n"
-      "always added); source (your files as they are, each decoded by its own codec: what\n"
-      "decoding them costs today; its encode column is a plain copy). Only codecs built into\n"
-      "this dlprep are defaults (see dlprep --version).\n"
+      "patches instead of images); png, png:LEVEL (default 6); webp, webp-lossless:EFFORT\n"
+      "(lossless); webp-lossy, webp-lossy:Q; jpeg, jpeg:Q (default 90); bmp; ppm; memcpy (the\n"
+      "ceiling, always added); source (your files as they are, each decoded by its own codec:\n"
+      "what decoding them costs today; its encode column is a plain copy). Only codecs built\n"
+      "into this dlprep are defaults (see dlprep --version).\n"
       "--threads: comma-separated counts, e.g. 1,4. --max-seconds S: stop repeating a\n"
       "measurement after S seconds of timed runs (0: never; one run is always timed).\n"
       "\n"
@@ -385,14 +387,15 @@ Action add_l3_bench_command(CLI::App& l3) {
       "Ratios are compressed/raw bytes; MB/s are megabytes of raw (decoded) pixels per second,\n"
       "median and best of the timed runs. memcpy is the ceiling.\n"
       "\n"
-      "With --device (or --batch, --layout, --jpeg): the batch-decoder benchmark instead. The\n"
-      "inputs (L3 files, or images encoded to L3) are repeated to each --batch size; per size it\n"
-      "measures the device-resident decode (input already on the device, kernel time), the\n"
-      "end-to-end decode from pinned host memory with --depth batches in flight (and from\n"
-      "pageable memory), the copy ceilings (pinned H2D / compression ratio), the batch-1\n"
-      "latency, PNG and L3 on -j host threads, and nvJPEG on the --jpeg files (same order as the\n"
-      "inputs) when this build has it. Every tensor is compared with the CPU decoder's first\n"
-      "(a difference: exit 3). --device cuda without CUDA in the build or a GPU: exit 77.\n"
+      "With --device (or --batch, --layout, --jpeg, --depth): the batch-decoder benchmark\n"
+      "instead. The inputs (L3 files, or images encoded to L3) are repeated to each --batch\n"
+      "size; per size it measures the device-resident decode (input already on the device,\n"
+      "kernel time), the end-to-end decode from pinned host memory with --depth batches in\n"
+      "flight (and from pageable memory), the copy ceilings (pinned H2D / compression ratio),\n"
+      "the batch-1 latency, PNG and L3 on -j host threads, and nvJPEG on the --jpeg files (same\n"
+      "order as the inputs) when this build has it. Every tensor is compared with the CPU\n"
+      "decoder's first (a difference: exit 3). --device cuda without CUDA in the build or a\n"
+      "GPU: exit 77.\n"
       "Layouts: nhwc-u8, nchw-f32, nchw-f16 (the float layouts with ImageNet's mean/std).\n"
       "\n"
       "Examples:\n"

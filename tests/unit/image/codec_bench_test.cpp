@@ -185,6 +185,12 @@ TEST_CASE("codec specs are canonicalised and memcpy is added only once") {
   if (find_codec("webp")) {
     CHECK(canonical_codec_spec("webp") == "webp");
     CHECK(canonical_codec_spec("webp-lossy") == "webp-lossy:90");
+    CHECK(canonical_codec_spec("webp-lossless:6") == "webp-lossless:6");
+    // Lossy quality 6 to convert-dataset, effort 6 once here: refused, naming both spellings.
+    CHECK_THROWS_WITH_AS(canonical_codec_spec("webp:6"),
+                         doctest::Contains("write webp-lossless:6 for lossless effort 6, or "
+                                           "webp-lossy:6 for quality 6"),
+                         Error);
   }
 
   CodecBenchParams p;

@@ -38,11 +38,13 @@ TargetSpec parse_target(std::string_view text) {
   if (colon != text.npos && opt.empty())
     throw bad("'" + std::string(text) + "': empty options after ':'");
   if (name == "jpg") name = "jpeg";
-  if (name == "pgm" || name == "pnm") name = "ppm";
   static const std::set<std::string> kKnown = {"l3", "png", "jpeg", "webp", "bmp", "ppm"};
   if (!kKnown.count(name))
-    throw bad("'" + std::string(text) +
-              "': unknown format (expected l3, png, jpeg, webp, bmp or ppm)");
+    throw bad(
+        "'" + std::string(text) + "': unknown format (expected l3, png, jpeg, webp, bmp or ppm" +
+        // pgm would read as "make it gray", which ppm does not do either.
+        (name == "pgm" || name == "pnm" ? "; ppm writes gray images as PGM, and others as PPM)"
+                                        : ")"));
   if (!image::find_codec(name))
     throw Error(Errc::unsupported, "this dlprep was built without " + name + " support");
 

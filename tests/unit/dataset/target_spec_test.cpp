@@ -15,7 +15,8 @@ TEST_CASE("target specs parse into formats and encoder options") {
   CHECK(l3.text == "l3");
   CHECK(parse_target("l3:64").options.patch == 64);
   CHECK(parse_target("bmp").format == "bmp");
-  CHECK(parse_target("pgm").format == "ppm");
+  CHECK_THROWS_WITH_AS(parse_target("pgm"), doctest::Contains("ppm writes gray images as PGM"),
+                       Error);
   if (image::find_codec("png")) {
     auto png = parse_target("png:9");
     CHECK(png.options.level == 9);

@@ -77,7 +77,16 @@ void write_all(int fd, ByteSpan bytes, const fs::path& path) {
 
 namespace {
 
-Bytes read_fd(int fd, const fs::path& path, const HeadCheck& check_head = {}) {
+Error too_large(const fs::path& path, uint64_t max_bytes) {
+  return Error(Errc::limit_exceeded,
+               path.string() + (max_bytes == limits::kMaxFileBytes
+                                    ? ": input larger than 16 GiB"
+                                    : ": larger than " + std::to_string(max_bytes) +
+                                          " bytes, far more than such a file holds"));
+}
+
+Bytes read_fd(int fd, const fs::path& path, const HeadCheck& check_head = {},
+              uint64_t max_bytes = limits::kMaxFileBytes) {
   Bytes out;
   size_t used = 0;
   bool head_checked = !check_head;
@@ -92,10 +101,10 @@ Bytes read_fd(int fd, const fs::path& path, const HeadCheck& check_head = {}) {
       throw Error(Errc::corrupt_data, path.string() + ": runs past the " +
                                           std::to_string(*declared) +
                                           " bytes its header gives (trailing data)");
+    if (used > max_bytes) throw too_large(path, max_bytes);
     if (used == out.size()) {
-      if (out.size() >= limits::kMaxFileBytes)
-        throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
-      out.resize(out.size() * 2);
+      if (out.size() >= limits::kMaxFileBytes) throw too_large(path, limits::kMaxFileBytes);
+      out.resize(static_cast<size_t>(std::min<uint64_t>(out.size() * 2, max_bytes + 1)));
     }
     size_t n = read_some(fd, out.data() + used, out.size() - used, path);
     if (n == 0) break;
@@ -334,11 +343,12 @@ MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_head) {
+void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_head,
+                    uint64_t max_bytes) {
   const int fd = open_to_read(path);
   if (fd < 0) throw io_error(path == "-" ? "<stdin>" : path, "cannot open", errno);
   if (path == "-") {
-    out = read_fd(STDIN_FILENO, "<stdin>", check_head);
+    out = read_fd(STDIN_FILENO, "<stdin>", check_head, max_bytes);
     return;
   }
   try {
@@ -346,10 +356,9 @@ void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_hea
     if (::fstat(fd, &st) != 0) throw io_error(path, "cannot stat", errno);
     if (S_ISDIR(st.st_mode)) throw Error(Errc::io, path.string() + ": is a directory");
     if (!S_ISREG(st.st_mode)) {
-      out = read_fd(fd, path, check_head);
+      out = read_fd(fd, path, check_head, max_bytes);
     } else {
-      if (static_cast<uint64_t>(st.st_size) > limits::kMaxFileBytes)
-        throw Error(Errc::limit_exceeded, path.string() + ": input larger than 16 GiB");
+      if (static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large(path, max_bytes);
       // One read of the known size (no mapping: unmapping interrupts every other thread of the
       // process for a TLB flush); a file that grew meanwhile is read on to its end.
       out.resize(static_cast<size_t>(st.st_size));
@@ -357,7 +366,8 @@ void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_hea
       uint8_t more = 0;
       if (read_some(fd, &more, 1, path) > 0) {  // it grew meanwhile
         out.push_back(more);
-        Bytes rest = read_fd(fd, path);
+        if (out.size() > max_bytes) throw too_large(path, max_bytes);
+        Bytes rest = read_fd(fd, path, {}, max_bytes - out.size());
         out.insert(out.end(), rest.begin(), rest.end());
       }
     }
@@ -377,9 +387,9 @@ void MappedFile::release_pages(uint64_t from, uint64_t to) const {
   if (from < to) ::madvise(const_cast<uint8_t*>(data_) + from, to - from, MADV_DONTNEED);
 }
 
-Bytes read_file(const fs::path& path) {
+Bytes read_file(const fs::path& path, uint64_t max_bytes) {
   Bytes out;
-  read_file_into(path, out);
+  read_file_into(path, out, {}, max_bytes);
   return out;
 }
 

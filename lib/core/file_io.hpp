@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/limits.hpp"
+
 namespace dlprep {
 
 using Bytes = std::vector<uint8_t>;
@@ -45,13 +47,15 @@ class MappedFile {
   Bytes owned_;
 };
 
-/// Reads a whole file ("-" reads stdin). Throws Error(io).
-Bytes read_file(const std::filesystem::path& path);
+/// Reads a whole file ("-" reads stdin). Throws Error(io), and Error(limit_exceeded) for one
+/// larger than `max_bytes` (a stream is read no further): a small file of metadata that is a
+/// link to /dev/zero must not grow to 16 GiB first.
+Bytes read_file(const std::filesystem::path& path, uint64_t max_bytes = limits::kMaxFileBytes);
 /// Like read_file, into `out`, reusing its memory: a buffer kept for a thread's files spares a
 /// fresh, page-faulting allocation per file. A stream is read after check_head accepts its
 /// first bytes, as in MappedFile.
-void read_file_into(const std::filesystem::path& path, Bytes& out,
-                    const HeadCheck& check_head = {});
+void read_file_into(const std::filesystem::path& path, Bytes& out, const HeadCheck& check_head = {},
+                    uint64_t max_bytes = limits::kMaxFileBytes);
 
 /// One read(2) of up to `capacity` bytes, retried when a signal interrupts it: the bytes read, 0
 /// at the end of the file. Throws Error(io) "path: read failed: …".

@@ -23,6 +23,10 @@ namespace {
 
 Error corrupt(const std::string& what) { return Error(Errc::corrupt_data, what); }
 
+// A dataset.json is kilobytes (a megabyte for 20,000 classes): read no further than this, should
+// it be a link to /dev/zero or a FIFO.
+constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
+
 /// Every number of the manifest and index is a count: a non-negative integer up to `max`. Checked
 /// before get<>(), which would wrap -1 and truncate 1.5 or 1e30.
 bool is_count(const Json& n, uint64_t max = std::numeric_limits<uint64_t>::max()) {
@@ -272,7 +276,7 @@ Manifest read_manifest(const fs::path& dir) {
       throw Error(Errc::io, dir.string() + ": cannot open: No such file or directory");
     throw Error(Errc::io, dir.string() + ": not a dlprep dataset (no " + kManifestName + ")");
   }
-  Bytes text = read_file(path);
+  Bytes text = read_file(path, kMaxManifestBytes);
   try {
     return manifest_from_json(
         std::string_view(reinterpret_cast<const char*>(text.data()), text.size()));
@@ -346,7 +350,7 @@ bool is_dataset(const fs::path& dir) {
 bool is_damaged_manifest(const fs::path& dir) {
   Json j;
   try {
-    const Bytes text = read_file(dir / kManifestName);
+    const Bytes text = read_file(dir / kManifestName, kMaxManifestBytes);
     j = Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception&) {
     return true;

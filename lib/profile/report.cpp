@@ -253,13 +253,15 @@ std::string read_report_mix(const std::filesystem::path& path, std::string* chan
   auto corrupt = [&](const std::string& what) {
     return Error(Errc::corrupt_data, name + ": " + what);
   };
-  // A report is a few kilobytes; anything this large is some other file.
-  constexpr uintmax_t kMaxReportBytes = uintmax_t{16} << 20;
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec) &&
-      std::filesystem::file_size(path, ec) > kMaxReportBytes)
+  // A report is a few kilobytes; anything this large is some other file (/dev/zero, say).
+  constexpr uint64_t kMaxReportBytes = uint64_t{16} << 20;
+  Bytes bytes;
+  try {
+    bytes = read_file(path, kMaxReportBytes);  // io errors name the file
+  } catch (const Error& e) {
+    if (e.code() != Errc::limit_exceeded) throw;
     throw corrupt("too large to be a profile-mix report");
-  Bytes bytes = read_file(path);  // io errors name the file
+  }
   Json doc;
   try {
     doc = Json::parse(bytes.begin(), bytes.end());

@@ -395,17 +395,19 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
   try {
     json v = read_json_file(vj);
     if (v.value("pass1", json()) != pass1_fp) return 0;
-    const json& days = v["days"];
+    // at(), never a const operator[]: a key a damaged file lacks would be read past its map.
+    const json& days = v.at("days");
     size_t done = v.value("days_done", days.size());
-    if (days.size() != o_.inputs.size() || done == 0 || done > days.size()) return 0;
+    if (!days.is_array() || days.size() != o_.inputs.size() || done == 0 || done > days.size())
+      return 0;
     load_vocab_from(o_.out_dir / "vocab");
     resumed_outputs_ = v.value("single_pass_outputs", json());
     resumed_files_ = v.value("single_pass_files", json());
     resumed_emit_ = v.value("emit", json());
     for (size_t d = 0; d < done; ++d) {
-      stats_.days[d].rows = days[d]["rows"].get<uint64_t>();
-      stats_.days[d].bad_rows = days[d]["bad_rows"].get<uint64_t>();
-      stats_.days[d].input_bytes = days[d]["input_bytes"].get<uint64_t>();
+      stats_.days[d].rows = days.at(d).at("rows").get<uint64_t>();
+      stats_.days[d].bad_rows = days.at(d).at("bad_rows").get<uint64_t>();
+      stats_.days[d].input_bytes = days.at(d).at("input_bytes").get<uint64_t>();
     }
     return done;
   } catch (const Error&) {

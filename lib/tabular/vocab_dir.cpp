@@ -128,7 +128,10 @@ VocabShape read_vocab_shape(const json& v, const fs::path& vocab_json) {
   };
   if (!v.is_object() || v.value("schema", json()) != "dlprep.criteo-vocab/1")
     throw bad("not a dlprep vocabulary");
-  VocabShape shape{column_list("modulus", UINT32_MAX), column_list("cardinality", UINT64_MAX)};
+  // A column holds at most 2^32 distinct 32-bit values: a larger count is damage, and would
+  // overflow the table sizes computed from it (an endless loop doubling a slot count).
+  VocabShape shape{column_list("modulus", UINT32_MAX),
+                   column_list("cardinality", uint64_t{1} << 32)};
   if (shape.modulus.empty()) throw bad("no modulus list");
   return shape;
 }

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "tabular/criteo_preprocess.hpp"
+#include "tabular/memory_guard.hpp"
 #include "tabular/vocab_dir.hpp"
 
 using namespace dlprep;
@@ -59,6 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (v.columns.size() != kNumSparse) std::abort();
     for (const ColumnVocab& c : v.columns)
       if (c.size() != 3 || c.counts().size() != 3) std::abort();
+  } catch (const Error&) {
+  }
+  // As --vocab-from and --max-memory read it: the table sizes computed from the counts first.
+  try {
+    (void)vocab_dir_bytes(dir);
+    MemoryGuard guard(uint64_t{1} << 30);
+    (void)read_vocab_dir(dir, &guard);
   } catch (const Error&) {
   }
   try {

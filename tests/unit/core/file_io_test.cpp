@@ -209,6 +209,22 @@ TEST_CASE("reading a missing file throws an io error naming the path") {
   }
 }
 
+TEST_CASE("read_file reads no more than its bound, from a file or an endless stream") {
+  const fs::path dir = scratch("read-bound");
+  write_file_atomic(dir / "a", Bytes(1000, 7));
+  CHECK(read_file(dir / "a", 1000).size() == 1000);
+  for (const fs::path& path : {dir / "a", fs::path("/dev/zero")}) {
+    try {
+      (void)read_file(path, 999);
+      FAIL("read past the bound");
+    } catch (const Error& e) {
+      CHECK(e.code() == Errc::limit_exceeded);
+      CHECK(std::string(e.what()) ==
+            path.string() + ": larger than 999 bytes, far more than such a file holds");
+    }
+  }
+}
+
 TEST_CASE("an empty file maps to an empty span") {
   fs::path dir = scratch("empty");
   write_file_atomic(dir / "e", Bytes{});

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.hpp"
@@ -249,24 +250,27 @@ MergeResult merge_datasets(const MergeOptions& o) {
       throw bad(dir.string() + ": incomplete (its conversion was interrupted or failed); rerun it");
   }
   const Manifest& first = manifests.front();
-  std::vector<int> seen(first.shard_count, -1);
+  // By the shards given, not sized by a count a damaged dataset.json may put at 2^32 - 1.
+  std::unordered_map<uint32_t, size_t> seen;  // shard index -> input
   for (size_t i = 0; i < manifests.size(); ++i) {
     const Manifest& m = manifests[i];
     if (std::string d = difference(first, m); !d.empty())
       throw bad(o.inputs[i].string() + ": not a shard of the same conversion as " +
                 o.inputs[0].string() + " (" + d + ")");
-    if (seen[m.shard_index] >= 0)
+    if (const auto [at, added] = seen.emplace(m.shard_index, i); !added)
       throw bad(o.inputs[i].string() + ": shard " + std::to_string(m.shard_index) + "/" +
-                std::to_string(m.shard_count) + " is also " +
-                o.inputs[seen[m.shard_index]].string());
-    seen[m.shard_index] = static_cast<int>(i);
+                std::to_string(m.shard_count) + " is also " + o.inputs[at->second].string());
   }
-  std::string missing;
-  for (uint32_t k = 0; k < first.shard_count; ++k)
-    if (seen[k] < 0) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-  if (!missing.empty())
+  if (seen.size() < first.shard_count) {
+    constexpr uint64_t kListed = 10;
+    const uint64_t absent = first.shard_count - seen.size();
+    std::string missing;
+    for (uint32_t k = 0, listed = 0; k < first.shard_count && listed < kListed; ++k)
+      if (!seen.count(k)) missing += (listed++ == 0 ? "" : ", ") + std::to_string(k);
+    if (absent > kListed) missing += " and " + std::to_string(absent - kListed) + " more";
     throw bad("shard(s) " + missing + " of " + std::to_string(first.shard_count) +
               " missing: every shard must be given");
+  }
 
   std::error_code ec;
   // What an OUT whose dataset.json is gone or damaged holds is unknown: merged over, with every

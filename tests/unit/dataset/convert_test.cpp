@@ -946,6 +946,27 @@ TEST_CASE("a re-merge that finds a part's file missing leaves the earlier output
   CHECK(problems_of(m.output).empty());
 }
 
+TEST_CASE("merge lists a few missing shards, whatever count a damaged dataset.json claims") {
+  fs::path root = scratch("merge-count");
+  fs::path src = make_tree(root);
+  MergeOptions m =
+      parts_of(root, "part", 2, [&](const fs::path& d) { return options(src, d, "png"); });
+  m.inputs.pop_back();
+  m.output = root / "merged";
+  const fs::path manifest = m.inputs[0] / kManifestName;
+  std::string text = slurp(manifest);
+  const std::string count = "\"shard_count\": 2";
+  REQUIRE(text.find(count) != std::string::npos);
+  text.replace(text.find(count), count.size(), "\"shard_count\": 4294967295");
+  std::ofstream(manifest, std::ios::binary) << text;
+  // Sized by that count, the check took 16 GiB and a string of every shard number.
+  CHECK_THROWS_WITH_AS(merge_datasets(m),
+                       "shard(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 4294967284 more of 4294967295 "
+                       "missing: every shard must be given",
+                       Error);
+  CHECK_FALSE(fs::exists(m.output));
+}
+
 TEST_CASE("an index whose record count is not its dataset.json's is refused by merge and convert") {
   fs::path root = scratch("index-count");
   fs::path src = make_tree(root);

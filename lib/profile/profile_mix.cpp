@@ -2,6 +2,7 @@
 #include "profile/profile_mix.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <random>
@@ -91,20 +92,22 @@ double parse_bandwidth(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || end == s.data()) throw bad();
-  s.remove_prefix(static_cast<size_t>(end - s.data()));
-  if (s.ends_with("/s")) s.remove_suffix(2);
-  const bool unit_given = !s.empty();  // "500/s" is bytes/s without a unit too
-  if (s.ends_with("B")) s.remove_suffix(1);
+  // The unit in any case, as --shards and --max-memory take theirs: 500mb/s is 500MB/s.
+  std::string unit(s.substr(static_cast<size_t>(end - s.data())));
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (unit.ends_with("/s")) unit.resize(unit.size() - 2);
+  const bool unit_given = !unit.empty();  // "500/s" is bytes/s without a unit too
+  if (unit.ends_with("b")) unit.pop_back();
   double scale = 1;
-  if (!s.empty()) {
+  if (!unit.empty()) {
     static const struct {
       const char* unit;
       double scale;
-    } units[] = {{"k", 1e3},  {"K", 1e3},  {"M", 1e6},  {"G", 1e9},           {"T", 1e12},
-                 {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0}};
+    } units[] = {{"k", 1e3},     {"m", 1e6},        {"g", 1e9},           {"t", 1e12},
+                 {"ki", 1024.0}, {"mi", 1048576.0}, {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
     bool found = false;
     for (const auto& u : units)
-      if (s == u.unit) {
+      if (unit == u.unit) {
         scale = u.scale;
         found = true;
       }

@@ -230,7 +230,8 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
     return run_l3_device_bench(device, globals);
   }
   image::CodecBenchParams params;
-  params.codecs = options.codecs.empty() ? default_codecs() : split_list(options.codecs);
+  params.codecs =
+      options.codecs.empty() ? default_codecs() : split_list(options.codecs, "--codecs");
   if (params.codecs.empty()) throw Error(Errc::invalid_argument, "--codecs: empty list");
   for (const std::string& spec : params.codecs) image::canonical_codec_spec(spec);  // usage check
   params.thread_counts = parse_threads(options.threads, globals.jobs);
@@ -305,14 +306,15 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
   return inputs;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
   std::vector<std::string> items;
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
     std::string item = text.substr(start, comma - start);
-    if (!item.empty()) items.push_back(item);
+    if (item.empty()) throw Error(Errc::invalid_argument, flag + ": empty item in '" + text + "'");
+    items.push_back(item);
     start = comma + 1;
   }
   return items;
@@ -321,7 +323,7 @@ std::vector<std::string> split_list(const std::string& text) {
 std::vector<size_t> parse_count_list(const std::string& text, const std::string& flag,
                                      const std::string& noun, size_t max) {
   std::vector<size_t> counts;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list(text, flag)) {
     size_t value = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (ec != std::errc() || end != item.data() + item.size() || value == 0 || value > max)

@@ -35,7 +35,7 @@ std::vector<size_t> parse_batches(const std::string& text) {
 
 std::vector<l3::OutputLayout> parse_layouts(const std::string& text) {
   std::vector<l3::OutputLayout> layouts;
-  for (const std::string& item : split_list(text)) {
+  for (const std::string& item : split_list(text, "--layout")) {
     try {
       layouts.push_back(l3::parse_output_layout(item));
     } catch (const Error& e) {

@@ -82,6 +82,8 @@ std::vector<dataset::TargetSpec> parse_formats(const std::string& text) {
     if (item.empty()) throw Error(Errc::invalid_argument, "--formats: empty format name");
     out.push_back(dataset::parse_target(item));
   }
+  if (!text.empty() && text.back() == ',')  // getline gives no last, empty item
+    throw Error(Errc::invalid_argument, "--formats: empty format name");
   if (out.empty()) throw Error(Errc::invalid_argument, "--formats: no format given");
   return out;
 }

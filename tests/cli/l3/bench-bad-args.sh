@@ -13,3 +13,8 @@ grep -q "write webp-lossless:6 for lossless effort 6, or webp-lossy:6 for qualit
 # --depth belongs to the batch-decoder benchmark: with --codecs it is refused, not ignored.
 expect_exit 2 dlprep l3 bench a.ppm --codecs l3 --depth 3 2>err.txt
 grep -q "jpeg and --depth the batch-decoder benchmark: not both" err.txt || fail "$(cat err.txt)"
+# An empty item of a list is refused, not dropped.
+expect_exit 2 dlprep l3 bench a.ppm --threads 1,,2 2>err.txt
+grep -q -- "--threads: empty item in '1,,2'" err.txt || fail "$(cat err.txt)"
+expect_exit 2 dlprep l3 bench a.ppm --codecs l3, 2>err.txt
+grep -q -- "--codecs: empty item in 'l3,'" err.txt || fail "$(cat err.txt)"

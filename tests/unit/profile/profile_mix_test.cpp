@@ -29,6 +29,10 @@ TEST_CASE("bandwidths parse with decimal and binary units") {
   CHECK_THROWS_WITH_AS(parse_bandwidth("500"), doctest::Contains("unit missing"), Error);
   CHECK_THROWS_WITH_AS(parse_bandwidth("500/s"), doctest::Contains("unit missing"), Error);
   CHECK(parse_bandwidth("1000000") == 1e6);
+  // Units in any case, as --shards takes them.
+  CHECK(parse_bandwidth("500mb/s") == 500e6);
+  CHECK(parse_bandwidth("1gib/s") == 1073741824.0);
+  CHECK(parse_bandwidth("2KB/S") == 2e3);
 }
 
 TEST_CASE("the sample is evenly spaced and the same every time") {

@@ -128,13 +128,15 @@ void Run::validate() {
                       "(gzip files are read as they are)");
   }
   if (o_.id_base < 0 || o_.id_base > INT32_MAX)
-    throw Error(Errc::invalid_argument, "--id-base must be in [0, 2^31)");
+    throw Error(Errc::invalid_argument,
+                "--id-base " + std::to_string(o_.id_base) + " is not in [0, 2^31)");
   // num_embeddings, the OOV ID plus one at least, is stored as int32 (day_fea_count.npz).
   if (o_.oov_id && (*o_.oov_id < 0 || *o_.oov_id >= INT32_MAX))
-    throw Error(Errc::invalid_argument, "--oov-id must be in [0, 2^31 - 1)");
-  if (o_.apply_log && !(o_.log_offset > 0 && std::isfinite(o_.log_offset)))
     throw Error(Errc::invalid_argument,
-                "--log-offset must be finite and > 0 (log(0) is undefined)");
+                "--oov-id " + std::to_string(*o_.oov_id) + " is not in [0, 2^31 - 1)");
+  if (o_.apply_log && !(o_.log_offset > 0 && std::isfinite(o_.log_offset)))
+    throw Error(Errc::invalid_argument, "--log-offset " + std::to_string(o_.log_offset) +
+                                            " must be finite and > 0 (log(0) is undefined)");
   if (o_.output_format == OutputFormat::dlrm && o_.apply_log)
     throw Error(Errc::invalid_argument,
                 "--output-format dlrm stores integer dense values: add --no-log (the DLRM "

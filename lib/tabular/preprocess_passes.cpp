@@ -379,6 +379,12 @@ void Run::finalize_vocab() {
     stats_.cardinality[j] = vocab_[j].size();
     int64_t kept = 0;
     for (uint64_t c : vocab_[j].counts()) kept += c >= o_.min_freq ? 1 : 0;
+    if (o_.id_base + kept > INT32_MAX)  // num_embeddings, id_base + kept, is stored as int32
+      throw Error(Errc::invalid_argument, "--id-base " + std::to_string(o_.id_base) + ": the " +
+                                              std::to_string(kept) + " kept values of " +
+                                              field_name(kFirstSparseField + j) +
+                                              " would take IDs past 2^31 - 1 (give at most " +
+                                              std::to_string(INT32_MAX - kept) + ")");
     // Default OOV with id_base 0: one past the column's last ID (the number of kept values).
     int64_t oov = o_.oov_id ? *o_.oov_id : (o_.id_base >= 1 ? o_.id_base - 1 : o_.id_base + kept);
     if (oov >= o_.id_base && oov < o_.id_base + kept)

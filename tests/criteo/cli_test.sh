@@ -108,7 +108,7 @@ contains fifo_input "$T/fifo_input.err" "fifo: not a regular file"
 expect xz_input 1 "$DLPREP" criteo-preprocess "$T/day.xz" -o "$T/o3e"
 contains xz_input "$T/xz_input.err" "day.xz: xz-compressed; dlprep reads plain or gzip text"
 expect min_freq_negative 2 "$DLPREP" criteo-preprocess --min-freq -5 "$S/deepctr_200.tsv" -o "$T/o3c"
-contains min_freq_negative "$T/min_freq_negative.err" "must not be negative"
+contains min_freq_negative "$T/min_freq_negative.err" "is negative"
 expect log_offset_inf 2 "$DLPREP" criteo-preprocess --log-offset inf "$S/deepctr_200.tsv" -o "$T/o3c"
 expect max_memory_bad 2 "$DLPREP" criteo-preprocess --max-memory 1x "$S/deepctr_200.tsv" -o "$T/o3c"
 contains max_memory_bad "$T/max_memory_bad.err" "unknown unit"
@@ -204,6 +204,9 @@ contains bin_fields "$T/bin_fields.err" "not a dlprep binary row file"
 : > "$T/empty_day.tsv"
 expect empty_day 0 "$DLPREP" criteo-preprocess "$T/in.tsv" "$T/empty_day.tsv" -o "$T/o14y"
 contains empty_day "$T/empty_day.err" "empty_day.tsv: no rows (an empty file?)"
+# An --id-base that the columns' kept values push past int32 is a usage error naming them.
+expect id_base_far 2 "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o14i" --id-base 2147483646
+contains id_base_far "$T/id_base_far.err" "--id-base 2147483646: the 27 kept values of C1 would take IDs past 2^31 - 1 (give at most 2147483620)"
 # So is an input without a good row (Kaggle's label-less test.txt, skipped row by row), and the
 # summary does not call the day it wrote up to date.
 cut -f2- "$S/deepctr_200.tsv" >"$T/nolabel.tsv"
@@ -224,7 +227,7 @@ if [ -e "$T/o19/vocab" ]; then echo "FAIL no_vocab_rerun: the earlier run's voca
 mkdir -p "$T/days"
 cp "$S/deepctr_200.tsv" "$T/days/day_0"
 expect days_zero 2 "$DLPREP" criteo-preprocess --days 0 "$T/days" -o "$T/o14d"
-contains days_zero "$T/days_zero.err" "--days: must be from 1"
+contains days_zero "$T/days_zero.err" "--days: '0' is not from 1"
 # The temp files of a killed run (SIGKILL allows no cleanup) go with the next run into OUTDIR,
 # and those of its --emit-binary FILE; another file that looks alike stays.
 mkdir -p "$T/o14k/vocab"

@@ -58,13 +58,15 @@ std::string number_text(double v) {
   return buf;
 }
 
+// The refusals quote the value: from $(nproc) or a CI variable, the user may not have seen it.
 CLI::Validator checked(bool whole, std::function<std::string(double)> check) {
   return CLI::Validator(
       [whole, check](const std::string& text) {
         double value = 0;
         std::string error;
         if (!parse_number(text, whole, value, error)) return error;
-        return check(value);
+        const std::string refusal = check(value);
+        return refusal.empty() ? refusal : "'" + text + "' " + refusal;
       },
       "");
 }
@@ -103,8 +105,7 @@ void refuse_empty_values(CLI::App& app) {
 const CLI::Validator kNotNegative(
     [](const std::string& text) {
       const size_t first = text.find_first_not_of(" \t");
-      if (first != std::string::npos && text[first] == '-')
-        return std::string("must not be negative");
+      if (first != std::string::npos && text[first] == '-') return "'" + text + "' is negative";
       errno = 0;
       char* end = nullptr;
       std::strtoull(text.c_str(), &end, 10);  // CLI11 would store 2^64 - 1 for anything larger
@@ -115,18 +116,18 @@ const CLI::Validator kNotNegative(
 
 CLI::Validator number_in(double lo, double hi, bool whole) {
   return checked(whole, [lo, hi](double v) {
-    return v < lo || v > hi ? "must be from " + number_text(lo) + " to " + number_text(hi)
+    return v < lo || v > hi ? "is not from " + number_text(lo) + " to " + number_text(hi)
                             : std::string();
   });
 }
 
 CLI::Validator positive_number() {
   return checked(false,
-                 [](double v) { return v > 0 ? std::string() : "must be a positive number"; });
+                 [](double v) { return v > 0 ? std::string() : "is not a positive number"; });
 }
 
 CLI::Validator not_negative_number() {
-  return checked(false, [](double v) { return v >= 0 ? std::string() : "must not be negative"; });
+  return checked(false, [](double v) { return v >= 0 ? std::string() : "is negative"; });
 }
 
 }  // namespace dlprep::cli

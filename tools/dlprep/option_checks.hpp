@@ -21,14 +21,14 @@ extern const CLI::Validator kNotNegative;
 /// be empty"), never taken for the option left out or for its default.
 void refuse_empty_values(CLI::App& app);
 
-/// A finite number from `lo` to `hi` ("'abc' is not a number", "must be from 1 to 100"); with
+/// A finite number from `lo` to `hi` ("'abc' is not a number", "'0' is not from 1 to 100"); with
 /// `whole`, an integer ("'1.5' is not a whole number").
 CLI::Validator number_in(double lo, double hi, bool whole = false);
 
-/// A finite number above 0 ("must be a positive number").
+/// A finite number above 0 ("'0' is not a positive number").
 CLI::Validator positive_number();
 
-/// A finite number of 0 or more ("must not be negative").
+/// A finite number of 0 or more ("'-1' is negative").
 CLI::Validator not_negative_number();
 
 }  // namespace dlprep::cli

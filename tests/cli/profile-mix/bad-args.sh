@@ -41,11 +41,11 @@ check_message() {  # EXPECTED_PART ARGS...
   grep -qF -- "$want" err.txt || fail "$*: $(cat err.txt)"
   [ "$(head -1 err.txt | wc -c)" -lt 120 ] || fail "$*: a long message: $(head -1 err.txt)"
 }
-check_message "--compute-rate: must be a positive number" --compute-rate 0
+check_message "--compute-rate: '0' is not a positive number" --compute-rate 0
 check_message "--compute-rate: 'nan' is not a number" --compute-rate nan
 check_message "--sample: 'abc' is not a number" --sample abc
 check_message "--sample: '1.5' is not a whole number" --sample 1.5
-check_message "--sample: must be from 1 to 100000" --sample 0
+check_message "--sample: '0' is not from 1 to 100000" --sample 0
 check_message "--pass-seconds: 'nan' is not a number" --pass-seconds nan
 check_message "--output: given more than once" -o a.json -o b.json
 check_message "--output: its value (FILE) is missing" -o
@@ -54,7 +54,7 @@ check_message "--work-dir typo/deeper: no such directory" --work-dir typo/deeper
 [ ! -e typo ] || fail "--work-dir's missing folder was created"
 # Whole numbers are decimal: 010 is 10 (not octal 8), 0200000 is out of --sample's range.
 expect_exit 2 dlprep profile-mix "$SAMPLE_DATA/images" --no-verify --sample 1e3 2>/dev/null
-check_message "--sample: must be from 1 to 100000" --sample 0200000
+check_message "--sample: '200000' is not from 1 to 100000" --sample 0200000
 check_message "--sample: '0x10' is not a decimal number" --sample 0x10
 dlprep -q --json profile-mix "$SAMPLE_DATA/images" --formats png,bmp --sample 010 --storage-bw 50MB/s \
   --no-verify | json_check 'd["sample_images"] == 10'

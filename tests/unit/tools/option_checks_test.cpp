@@ -50,8 +50,9 @@ TEST_CASE("a hexadecimal, fractional or non-number integer option is refused, na
   CHECK(refusal("1e3") == "--n: '1e3' is not a whole number");
   CHECK(refusal("abc") == "--n: 'abc' is not a number");
   CHECK(refusal("") == "--n: '' is not a number");
-  CHECK(refusal("2000000") == "--n: must be from -1000000 to 1000000");
-  CHECK(refusal("99999999999999999999") == "--n: must be from -1000000 to 1000000");
+  CHECK(refusal("2000000") == "--n: '2000000' is not from -1000000 to 1000000");
+  CHECK(refusal("99999999999999999999") ==
+        "--n: '99999999999999999999' is not from -1000000 to 1000000");
 }
 
 TEST_CASE("an unsigned option refuses a negative or too large value, in decimal") {
@@ -66,7 +67,7 @@ TEST_CASE("an unsigned option refuses a negative or too large value, in decimal"
   CHECK(parse_unsigned("010") == 10);
   CHECK(parse_unsigned("18446744073709551615") == UINT64_MAX);
   CHECK(parse_unsigned("-0") == 0);
-  CHECK_THROWS_WITH_AS(parse_unsigned("-1"), "--seed: must not be negative", CLI::ValidationError);
+  CHECK_THROWS_WITH_AS(parse_unsigned("-1"), "--seed: '-1' is negative", CLI::ValidationError);
   CHECK_THROWS_WITH_AS(parse_unsigned("18446744073709551616"),
                        "--seed: '18446744073709551616' is out of range (0 to 2^64 - 1)",
                        CLI::ValidationError);

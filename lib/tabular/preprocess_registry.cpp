@@ -183,15 +183,17 @@ std::string criteo_cuda_unavailable_reason() {
 }
 
 std::unique_ptr<PreprocessBackend> make_preprocess_backend(Device device, unsigned cpu_threads) {
-  if (const char* forced = std::getenv("DLPREP_FORCE_DEVICE"); forced != nullptr && *forced)
-    device = parse_device(forced);
+  const char* forced = std::getenv("DLPREP_FORCE_DEVICE");
+  const bool by_variable = forced != nullptr && *forced;
+  if (by_variable) device = parse_device(forced);
   switch (device) {
     case Device::cpu:
       return make_preprocess_backend_cpu(cpu_threads);
     case Device::fpga:
       // The FPGA backend is a separate issue; this is its hook.
       throw Error(Errc::device_unavailable,
-                  "--device fpga: this build has no FPGA backend for criteo-preprocess");
+                  std::string(by_variable ? "DLPREP_FORCE_DEVICE=fpga" : "--device fpga") +
+                      ": this build has no FPGA backend for criteo-preprocess");
     case Device::cuda:
     case Device::auto_select:
       break;
@@ -199,7 +201,9 @@ std::unique_ptr<PreprocessBackend> make_preprocess_backend(Device device, unsign
   const std::string reason = criteo_cuda_unavailable_reason();
   if (!reason.empty()) {
     if (device == Device::auto_select) return make_preprocess_backend_cpu(cpu_threads);
-    throw Error(Errc::device_unavailable, "--device cuda: " + reason);
+    throw Error(
+        Errc::device_unavailable,
+        std::string(by_variable ? "DLPREP_FORCE_DEVICE=cuda" : "--device cuda") + ": " + reason);
   }
 #if DLPREP_TABULAR_WITH_CUDA
   return std::make_unique<PreprocessBackendCuda>();

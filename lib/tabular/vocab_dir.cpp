@@ -219,6 +219,9 @@ SavedVocab read_vocab_dir(const fs::path& where, MemoryGuard* guard) {
 void apply_vocab_conventions(const fs::path& vocab_from, PreprocessOptions& o) {
   const fs::path file = vocab_json_of(vocab_from);
   std::error_code ec;
+  if (!fs::exists(vocab_from, ec))  // a missing file fails (exit 1) as an input does, named
+    throw Error(Errc::io,
+                "--vocab-from " + vocab_from.string() + ": cannot open: No such file or directory");
   if (fs::is_directory(vocab_from, ec) && !fs::exists(file, ec))
     throw Error(Errc::invalid_argument,
                 "--vocab-from " + vocab_from.string() +

@@ -42,7 +42,7 @@ contains split_needs_log "$T/split_needs_log.err" "float16 after the log"
 expect missing_input 1 "$DLPREP" criteo-preprocess "$T/nope.tsv" -o "$T/o1"
 contains missing_input "$T/missing_input.err" "nope.tsv: cannot open: No such file or directory"
 expect missing_vocab_from 1 "$DLPREP" criteo-preprocess --vocab-from "$T/nope" "$S/deepctr_200.tsv" -o "$T/o1"
-contains missing_vocab_from "$T/missing_vocab_from.err" "vocab.json: cannot open: No such file or directory"
+contains missing_vocab_from "$T/missing_vocab_from.err" "--vocab-from $T/nope: cannot open: No such file or directory"
 # A folder without a vocabulary (a run made with --no-vocab, or the wrong folder): a usage error.
 mkdir -p "$T/novocab"
 expect no_vocabulary 2 "$DLPREP" criteo-preprocess --vocab-from "$T/novocab" "$S/deepctr_200.tsv" -o "$T/o1"
@@ -69,7 +69,7 @@ case $got in
   *) echo "FAIL device_cuda: exit $got"; sed 's/^/  stderr: /' "$T/device_cuda.err"; fail=1 ;;
 esac
 expect force_fpga 77 env DLPREP_FORCE_DEVICE=fpga "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/o3"
-contains force_fpga "$T/force_fpga.err" "--device fpga: "
+contains force_fpga "$T/force_fpga.err" "DLPREP_FORCE_DEVICE=fpga: "
 expect force_cpu 0 env DLPREP_FORCE_DEVICE=cpu "$DLPREP" --json criteo-preprocess --device cuda "$S/deepctr_200.tsv" -o "$T/o7"
 contains force_cpu "$T/force_cpu.out" '"device": "cpu"'
 expect device_auto 0 "$DLPREP" --json criteo-preprocess --device auto "$S/deepctr_200.tsv" -o "$T/o8"

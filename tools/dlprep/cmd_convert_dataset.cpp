@@ -276,7 +276,8 @@ Action add_convert_dataset_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"fail", "skip"}).description(""));
   cmd->add_option("--max-errors", o->max_errors,
-                  "with --on-error skip: fail once more than N samples failed")
+                  "with --on-error skip: fail once more than N samples failed (default: no "
+                  "limit)")
       ->type_name("N")
       ->transform(kDecimal)
       ->check(kNotNegative)
@@ -302,8 +303,9 @@ Action add_convert_dataset_command(CLI::App& app) {
       "rerun with another one reconverts every sample. A source already in the target format is\n"
       "copied byte for byte only when the transform leaves its pixels unchanged.\n"
       "\n"
-      "DST gets dataset.json (summary), samples.jsonl (one line per sample: key, label, format,\n"
-      "location, bytes, width, height, channels, crc32) and data/<key>.<ext>. A rerun converts\n"
+      "DST gets dataset.json (summary), samples.jsonl (one line per sample: i, key, label,\n"
+      "format, location, bytes, width, height, channels, crc32, source, and in tar shards\n"
+      "offset) and data/<key>.<ext> (ext: jpg for jpeg, else the format). A rerun converts\n"
       "only samples whose file is missing, older than its source, or made with other options;\n"
       "an interrupted run (exit 130) resumes. Samples are converted in parallel (-j). A run with\n"
       "other options (or --force) first checks every sample's key, file and, where its new\n"

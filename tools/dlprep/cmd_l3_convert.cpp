@@ -102,12 +102,13 @@ std::string decode_target(const ConvertOptions& options, const OutputPlan& plan)
 void check_target(const std::string& target, uint32_t channels) {
   if (target == "raw" || target == "npy") return;
   if (target == "pgm" && channels != 1)
-    throw Error(Errc::unsupported, "--to pgm holds 1-channel (gray) images; this one has " +
+    // "pgm", not "--to pgm": the format may come from -o's extension.
+    throw Error(Errc::unsupported, "pgm holds 1-channel (gray) images; this one has " +
                                        std::to_string(channels) +
                                        (channels == 3 ? " channels (use --to ppm or png)"
                                                       : " channels (use --to png or raw)"));
   if (target == "ppm" && channels != 1 && channels != 3)
-    throw Error(Errc::unsupported, "--to ppm holds 1 or 3 channels; this one has " +
+    throw Error(Errc::unsupported, "ppm holds 1 or 3 channels; this one has " +
                                        std::to_string(channels) + " (use --to png or raw)");
   const image::Codec* codec = image::find_codec(target);
   if (!codec)
@@ -671,7 +672,7 @@ Action add_l3_decode_command(CLI::App& l3) {
       "\n"
       "--device cuda decodes on the GPU (checked against the CPU decoder in the tests); without\n"
       "CUDA in this build or without a device it exits 77 with the reason.\n"
-      "DLPREP_FORCE_DEVICE=cpu|cuda overrides --device.\n"
+      "DLPREP_FORCE_DEVICE=auto|cpu|cuda overrides --device.\n"
       "\n"
       "Examples:\n"
       "  dlprep l3 decode photo.l3 -o photo.png\n"

@@ -34,7 +34,7 @@ dlprep -q l3 decode l3/rgb.l3 -o by-ext.bmp
 dlprep --json info by-ext.bmp | json_check 'd["files"][0]["format"] == "bmp"'
 # pgm holds gray only: a clear error, no output.
 expect_exit 1 dlprep -q l3 decode l3/rgb.l3 -o rgb.pgm --to pgm 2>err.txt
-grep -q 'l3/rgb.l3: --to pgm holds 1-channel' err.txt || fail "$(cat err.txt)"
+grep -q 'l3/rgb.l3: pgm holds 1-channel' err.txt || fail "$(cat err.txt)"
 [ ! -e rgb.pgm ] || fail "output left"
 
 # A single output named for a format decode does not write (x.jpg) is PNG, with a warning;

@@ -67,8 +67,11 @@ TEST_CASE("DLPREP_FORCE_DEVICE overrides the device asked for") {
     CHECK(make_preprocess_backend(Device::cuda, 1)->device_name() == "cpu");
   }
   {
-    ForceDevice f("fpga");
-    CHECK_THROWS_AS(make_preprocess_backend(Device::cpu, 1), Error);
+    ForceDevice f("fpga");  // named as what asked for it: no --device fpga was given
+    CHECK_THROWS_WITH_AS(make_preprocess_backend(Device::cpu, 1),
+                         "DLPREP_FORCE_DEVICE=fpga: this build has no FPGA backend for "
+                         "criteo-preprocess",
+                         Error);
   }
   {
     ForceDevice f("gpu");
@@ -77,6 +80,7 @@ TEST_CASE("DLPREP_FORCE_DEVICE overrides the device asked for") {
   }
   if (!criteo_cuda_unavailable_reason().empty()) {
     ForceDevice f("cuda");
-    CHECK_THROWS_AS(make_preprocess_backend(Device::cpu, 1), Error);
+    CHECK_THROWS_WITH_AS(make_preprocess_backend(Device::cpu, 1),
+                         doctest::Contains("DLPREP_FORCE_DEVICE=cuda: "), Error);
   }
 }

@@ -122,7 +122,9 @@ Spec parse_spec(const std::string& text, const std::vector<const Codec*>& extra)
     spec.options.level = arg.value_or(-1);
     spec.canonical = arg ? "webp-lossless:" + std::to_string(*arg) : "webp";
   } else if (cname == "l3") {
-    if (arg) in_range(1, 65535, "l3 patch size");
+    // Checked here, not by the first image's encode as if that image were at fault.
+    if (arg && (*arg < 8 || *arg > 256 || (*arg & (*arg - 1)) != 0))
+      throw bad("l3 patch size must be a power of two from 8 to 256");
     spec.options.patch = arg.value_or(0);
     spec.canonical = arg ? "l3:" + std::to_string(*arg) : "l3";
   } else {

@@ -233,8 +233,9 @@ TEST_CASE("the source row decodes the given files as they are, checked against t
 
 TEST_CASE("unknown codecs and malformed specs are rejected as invalid arguments") {
   const std::vector<Image> images = small_set();
-  for (const char* spec : {"no-such-codec", "png:x", "png:12", "png:", "jpeg:0", "memcpy:3",
-                           "png@patches", ":6", "l3:0", "source:1", "source@patches"}) {
+  for (const char* spec :
+       {"no-such-codec", "png:x", "png:12", "png:", "jpeg:0", "memcpy:3", "png@patches", ":6",
+        "l3:0", "l3:7", "l3:512", "source:1", "source@patches"}) {
     CAPTURE(spec);
     if (std::string(spec).rfind("png", 0) == 0 && !find_codec("png")) continue;
     if (std::string(spec).rfind("jpeg", 0) == 0 && !find_codec("jpeg")) continue;

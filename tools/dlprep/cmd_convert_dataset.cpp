@@ -37,7 +37,7 @@ struct ConvertDatasetOptions {
   bool shuffle = false;
 };
 
-// "K/N" with 0 <= K < N.
+// "K/N" with 0 <= K < N < 2^32.
 void parse_shard(const std::string& text, uint32_t& index, uint32_t& count) {
   size_t slash = text.find('/');
   auto number = [&](std::string_view s, uint32_t& v) {
@@ -48,7 +48,7 @@ void parse_shard(const std::string& text, uint32_t& index, uint32_t& count) {
   if (slash == std::string::npos || !number(all.substr(0, slash), index) ||
       !number(all.substr(slash + 1), count) || count == 0 || index >= count)
     throw Error(Errc::invalid_argument,
-                "--shard: '" + text + "' is not K/N with 0 <= K < N (e.g. 0/4)");
+                "--shard: '" + text + "' is not K/N with 0 <= K < N <= 4294967295 (e.g. 0/4)");
 }
 
 // --resize, --max-side and --center-crop as the library's transform.

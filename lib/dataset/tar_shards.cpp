@@ -60,6 +60,14 @@ uint64_t parse_shard_size(std::string_view text) {
   return static_cast<uint64_t>(bytes);
 }
 
+uint64_t shard_bytes_on_disk(const std::filesystem::path& dataset) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dataset / kDataDir, ec))
+    if (e.path().extension() == ".tar" && e.is_regular_file(ec)) bytes += e.file_size(ec);
+  return bytes;
+}
+
 std::string shard_location(uint32_t part, uint32_t parts, uint64_t number) {
   char buf[96];
   if (parts <= 1) {

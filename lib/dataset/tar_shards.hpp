@@ -31,6 +31,10 @@ uint64_t parse_shard_size(std::string_view text);
 /// parts of one conversion never collide and merge can link them side by side.
 std::string shard_location(uint32_t part, uint32_t parts, uint64_t number);
 
+/// The bytes of the tar shards in a dataset's data/ folder, headers, padding and .cls members
+/// included: what the layout takes on disk, where the index counts the images' bytes alone.
+uint64_t shard_bytes_on_disk(const std::filesystem::path& dataset);
+
 /// The tar member name of a sample's image: KEY.EXT.
 std::string member_name(std::string_view key, const image::Codec& codec, uint32_t channels);
 

@@ -11,6 +11,7 @@
 #include "dataset/dataset_merge.hpp"
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
+#include "dataset/tar_shards.hpp"
 #include "output.hpp"
 #include "version.hpp"
 
@@ -37,6 +38,7 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
     for (auto& [key, value] : manifest.items())
       if (key != "schema") doc[key] = value;
     doc["dataset_schema"] = m.schema;
+    if (m.layout == "tar") doc["shard_bytes"] = dataset::shard_bytes_on_disk(o.dataset);
     print_json(doc);
     return kExitOk;
   }
@@ -61,7 +63,9 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   if (m.failed > 0) std::cout << " (" << m.failed << " source samples failed and were skipped)";
   if (m.layout == "tar")
     std::cout << "\nlayout:   tar, " << m.shard_files << (m.shard_files == 1 ? " shard" : " shards")
-              << " of at most " << format_bytes(m.max_shard_bytes) << ", " << m.labels.size()
+              << " of at most " << format_bytes(m.max_shard_bytes) << " ("
+              << format_bytes(dataset::shard_bytes_on_disk(o.dataset))
+              << " on disk, tar headers included), " << m.labels.size()
               << (m.labels.size() == 1 ? " class" : " classes") << " in .cls";
   else
     std::cout << "\nlayout:   files (data/KEY.EXT)";

@@ -13,3 +13,11 @@ grep -q '^mix:      l3 50.0%, ppm 50.0%, seed 0' info.txt || fail "$(cat info.tx
 dlprep -v dataset info ds | grep -Eq '^a +2 ' || fail "-v: no class table"
 dlprep --json dataset info ds >info.json
 json_check 'd["schema"] == "dlprep.dataset-info/1" and d["samples"] == 4 and d["dataset_schema"] == "dlprep.dataset/1"' <info.json
+# The tar layout: the shards' bytes on disk, headers and .cls members included, beside the
+# samples' own bytes.
+dlprep -q convert-dataset src tds --to ppm --shards 1MB
+dlprep --json dataset info tds >tinfo.json
+on_disk=$(stat -c %s tds/data/shard-000000.tar)
+json_check "d['shard_bytes'] == $on_disk and d['bytes'] < $on_disk" <tinfo.json
+dlprep dataset info tds | grep -q "^layout:   tar, 1 shard of at most 1.00 MB (.* on disk, tar headers included)" ||
+  fail "$(dlprep dataset info tds)"

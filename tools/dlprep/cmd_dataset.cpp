@@ -45,8 +45,16 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   std::string mix;
   for (const auto& t : m.targets)
     mix += (mix.empty() ? "" : ", ") + t.spec + " " + format_fixed(100.0 * t.ratio, 1) + "%";
+  bool writing = false;  // incomplete because a run is writing it now: no rerun to advise
+  if (!m.complete) try {
+      DirectoryLock reading(o.dataset, DirectoryLock::Access::read);
+    } catch (const Error&) {
+      writing = true;
+    }
   std::cout << "dataset:  " << o.dataset
-            << (m.complete ? "" : " (incomplete: rerun the conversion or merge that made it)")
+            << (m.complete ? ""
+                : writing  ? " (incomplete: a conversion or merge is writing into it now)"
+                           : " (incomplete: rerun the conversion or merge that made it)")
             << "\nsource:   " << m.source_path << " (" << m.source_kind << ")"
             << "\nmix:      " << mix << ", seed " << m.seed;
   if (m.shard_count > 1) std::cout << ", shard " << m.shard_index << "/" << m.shard_count;

@@ -48,3 +48,8 @@ grep -q 'the dataset is incomplete: a conversion or merge is writing into it now
   fail "verify while held: $(cat err.txt)"
 expect_exit 3 dlprep dataset verify incds 2>err.txt
 grep -q 'interrupted or failed); rerun the command that made it' err.txt || fail "$(cat err.txt)"
+# So does dataset info.
+flock incds dlprep dataset info incds | grep -q '^dataset:  incds (incomplete: a conversion or merge is writing into it now)' ||
+  fail "info while held: $(flock incds dlprep dataset info incds)"
+dlprep dataset info incds | grep -q '^dataset:  incds (incomplete: rerun the conversion or merge that made it)' ||
+  fail "info: $(dlprep dataset info incds)"

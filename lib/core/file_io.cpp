@@ -843,6 +843,15 @@ DirectoryLock::DirectoryLock(const fs::path& dir, Access access) {
   if (err != ENOLCK && err != EOPNOTSUPP) throw io_error(dir, "cannot lock", err);
 }
 
+bool DirectoryLock::held_by_writer(const fs::path& dir) {
+  try {
+    DirectoryLock reading(dir, Access::read);
+    return false;
+  } catch (const Error&) {
+    return true;
+  }
+}
+
 DirectoryLock::~DirectoryLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }

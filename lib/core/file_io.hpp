@@ -211,6 +211,9 @@ class DirectoryLock {
  public:
   enum class Access { write, read };
   explicit DirectoryLock(const std::filesystem::path& dir, Access access = Access::write);
+  /// Whether a run holds `dir` for writing now (an incomplete dataset it is making, not one an
+  /// interrupted run left).
+  static bool held_by_writer(const std::filesystem::path& dir);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;

@@ -287,12 +287,7 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
   };
   if (!result.manifest.complete) {
     ++result.dataset_problems;
-    bool writing = false;  // a run that holds the dataset now: no rerun to advise
-    try {
-      DirectoryLock reading(o.dataset, DirectoryLock::Access::read);
-    } catch (const Error&) {
-      writing = true;
-    }
+    const bool writing = DirectoryLock::held_by_writer(o.dataset);  // then no rerun to advise
     report(differs((o.dataset / kManifestName).string(),
                    writing ? "the dataset is incomplete: a conversion or merge is writing into it "
                              "now; verify it once that run has ended"

@@ -45,12 +45,8 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   std::string mix;
   for (const auto& t : m.targets)
     mix += (mix.empty() ? "" : ", ") + t.spec + " " + format_fixed(100.0 * t.ratio, 1) + "%";
-  bool writing = false;  // incomplete because a run is writing it now: no rerun to advise
-  if (!m.complete) try {
-      DirectoryLock reading(o.dataset, DirectoryLock::Access::read);
-    } catch (const Error&) {
-      writing = true;
-    }
+  // Incomplete because a run is writing it now: no rerun to advise.
+  const bool writing = !m.complete && DirectoryLock::held_by_writer(o.dataset);
   std::cout << "dataset:  " << o.dataset
             << (m.complete ? ""
                 : writing  ? " (incomplete: a conversion or merge is writing into it now)"

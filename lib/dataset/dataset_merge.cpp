@@ -45,11 +45,17 @@ std::string difference(const Manifest& a, const Manifest& b) {
   auto quoted = [](const std::string& s) {
     return s.empty() ? std::string("none") : "'" + s + "'";
   };
-  // Parts whose source samples were compared may name it otherwise: ./src and /data/src, or
-  // copies at other paths on the machines that converted them.
+  // Parts whose source samples were compared may name it otherwise (./src and /data/src), or
+  // name a copy that is not here (another machine's); two sources that are both here must be
+  // one, since the digest covers the keys and labels alone (not a dataset at another size).
   const bool compared = !a.source_digest.empty() && !b.source_digest.empty();
+  std::error_code ec;
+  const bool one_source =
+      source_path_text(a.source_path) == source_path_text(b.source_path) ||
+      (compared && (!fs::exists(a.source_path, ec) || !fs::exists(b.source_path, ec) ||
+                    fs::equivalent(a.source_path, b.source_path, ec)));
   for (const std::string& d : {
-           compared
+           one_source
                ? differ("source", a.source_kind, b.source_kind)
                : differ("source", a.source_kind + " " + quoted(source_path_text(a.source_path)),
                         b.source_kind + " " + quoted(source_path_text(b.source_path))),
@@ -217,14 +223,42 @@ void check_part_files(const MergeOptions& o, const std::vector<Manifest>& manife
   });
 }
 
-// A part converted from the source named otherwise (./src, /data/src, a copy elsewhere) names
-// its samples' source files that way: renamed as the first part names them, as one run would
-// have. A list's entries are the list's own names, and stay.
-SampleRecord as_first_part_names_it(SampleRecord r, const Manifest& part, const Manifest& first) {
-  if (part.source_kind == source_kind_name(SourceKind::list)) return r;
-  const std::string from = source_path_text(part.source_path) + "/";
-  if (r.source.compare(0, from.size(), from) == 0)
-    r.source = source_path_text(first.source_path) + "/" + r.source.substr(from.size());
+// A record's source file as the spelling of its source's root (./src, src//, /data/src: as
+// typed, which dataset.json records normalised as `root`) and the path below it.
+struct SourceName {
+  std::string typed_root, below;
+};
+std::optional<SourceName> split_source(const std::string& source, const std::string& root) {
+  const std::string normal = fs::path(source).lexically_normal().string();
+  const std::string prefix = root == "/" ? root : root + "/";
+  if (normal.compare(0, prefix.size(), prefix) != 0 || normal.size() == prefix.size())
+    return std::nullopt;
+  const std::string below = normal.substr(prefix.size());
+  if (source.size() <= below.size() ||
+      source.compare(source.size() - below.size(), below.size(), below) != 0 ||
+      source[source.size() - below.size() - 1] != '/')
+    return std::nullopt;
+  return SourceName{source.substr(0, source.size() - below.size() - 1), below};
+}
+
+// How the first part spells its source's root in its records (its first record tells), for
+// parts converted from the source named otherwise (./src, /data/src, a copy elsewhere): their
+// records are renamed so, as one run would have named them. A list's entries are its own names.
+std::optional<std::string> first_part_root(const MergeOptions& o, const Manifest& first) {
+  if (first.source_kind == source_kind_name(SourceKind::list)) return std::nullopt;
+  IndexReader reader(o.inputs[0] / kIndexName);
+  SampleRecord r;
+  const std::string root = source_path_text(first.source_path);
+  if (!reader.next(r)) return root;
+  const std::optional<SourceName> name = split_source(r.source, root);
+  return name ? name->typed_root : root;
+}
+
+SampleRecord as_first_part_names_it(SampleRecord r, const Manifest& part,
+                                    const std::optional<std::string>& first_root) {
+  if (!first_root || part.source_kind == source_kind_name(SourceKind::list)) return r;
+  if (const auto name = split_source(r.source, source_path_text(part.source_path)))
+    r.source = *first_root + "/" + name->below;
   return r;
 }
 
@@ -324,12 +358,13 @@ MergeResult merge_datasets(const MergeOptions& o) {
   std::unordered_set<std::string> placed_shards;
   std::string lines;
   uint64_t done = 0;
+  const std::optional<std::string> first_root = first_part_root(o, first);
   for_each_record(o, manifests, [&](size_t part, const SampleRecord& r) {
     // A tar shard holds many samples: placed once, with its first.
     if (!tar || placed_shards.insert(r.location).second)
       place(o.inputs[part] / r.location, o.output / r.location, mark);
     listed.add(r.location);
-    lines += format_record(as_first_part_names_it(r, manifests[part], first));
+    lines += format_record(as_first_part_names_it(r, manifests[part], first_root));
     lines += '\n';
     merged.count(r);
     if (lines.size() > (1u << 20)) {

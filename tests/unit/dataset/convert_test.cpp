@@ -889,8 +889,9 @@ TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs bet
   m.inputs = {a.destination, b.destination};
   m.output = root / "merged";
   CHECK(merge_datasets(m).manifest.samples == 14);
-  // A part converted from a copy of the source at another path (another machine's) belongs too:
-  // the samples it saw are the same.
+  // A part converted from a copy of the source at another path belongs too once that path is
+  // not here (another machine's): the samples it saw are the same. While both are here, they are
+  // two sources with the same keys (a dataset at another size, say), which do not merge.
   fs::copy(src, root / "copy", fs::copy_options::recursive);
   ConvertOptions copied = options(root / "copy", root / "b-of-copy", "png");
   copied.shard_index = 1;
@@ -898,9 +899,21 @@ TEST_CASE("merge sees 'src' and 'src/' as one source, and names what differs bet
   convert_dataset(copied);
   m.inputs = {a.destination, copied.destination};
   m.output = root / "merged-copy";
+  CHECK_THROWS_WITH_AS(merge_datasets(m), doctest::Contains("(source: directory '"), Error);
+  fs::remove_all(root / "copy");
   CHECK(merge_datasets(m).manifest.samples == 14);
   // Its records name their source files as one run from the first part's source would have.
   CHECK(slurp(m.output / kIndexName) == slurp(root / "merged" / kIndexName));
+  // So with the first part's source spelled src/. : its spelling throughout, as in one run.
+  ConvertOptions dotted = options(src.string() + "/.", root / "dotted", "png");
+  dotted.shard_count = 2;
+  convert_dataset(dotted);
+  ConvertOptions whole = options(src.string() + "/.", root / "whole", "png");
+  convert_dataset(whole);
+  m.inputs = {dotted.destination, b.destination};
+  m.output = root / "merged-dotted";
+  merge_datasets(m);
+  CHECK(slurp(m.output / kIndexName) == slurp(whole.destination / kIndexName));
 
   ConvertOptions c = options(src, root / "c", "png");
   c.shard_index = 1;

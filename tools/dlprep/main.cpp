@@ -12,6 +12,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -239,6 +240,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return refuse(command_path(app), parse_error_message(app, e));
   }
+  // CLI11 takes a flag given an empty value (--shuffle="$(SHUFFLE)", unset) for the flag given;
+  // the options that take a value refuse one already (refuse_empty_values).
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i)
+    if (const std::string_view arg = argv[i];
+        arg.size() > 3 && arg.starts_with("--") && arg.ends_with("="))
+      return refuse(command_path(app),
+                    std::string(arg.substr(0, arg.size() - 1)) + ": must not be empty");
   if (globals.jobs == 0) globals.jobs = hardware_threads();
   if (globals.quiet) globals.verbose = 0;
 

@@ -59,3 +59,7 @@ SRC convert-dataset '' ds --to png
 FILE info ''
 CASES
 [ ! -e out ] && [ ! -e ds ] || fail "an output was written despite a usage error"
+# A flag given an empty value (--shuffle="$(SHUFFLE)" with the variable unset) too.
+expect_exit 2 dlprep convert-dataset "$SAMPLE_DATA/images" ds --to png --shuffle= 2>err6.txt
+grep -qx 'dlprep: error: convert-dataset: --shuffle: must not be empty' err6.txt || fail "$(cat err6.txt)"
+[ ! -e ds ] || fail "ds written despite a usage error"

@@ -367,7 +367,13 @@ void read_file_into(const fs::path& path, Bytes& out, const HeadCheck& check_hea
       if (read_some(fd, &more, 1, path) > 0) {  // it grew meanwhile
         out.push_back(more);
         if (out.size() > max_bytes) throw too_large(path, max_bytes);
-        Bytes rest = read_fd(fd, path, {}, max_bytes - out.size());
+        Bytes rest;
+        try {
+          rest = read_fd(fd, path, {}, max_bytes - out.size());
+        } catch (const Error& e) {
+          if (e.code() != Errc::limit_exceeded) throw;
+          throw too_large(path, max_bytes);  // the limit, not what was left of it
+        }
         out.insert(out.end(), rest.begin(), rest.end());
       }
     }

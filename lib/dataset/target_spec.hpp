@@ -27,7 +27,7 @@ struct MixEntry {
 };
 
 /// Parses FMT[:OPTIONS]: l3[:PATCH], png[:LEVEL 0-9], jpeg[:QUALITY 1-100],
-/// webp[:lossless|QUALITY 1-100], bmp, ppm ("jpg" and "pgm" are aliases). Throws
+/// webp[:lossless|QUALITY 1-100], bmp, ppm ("jpg" is an alias). Throws
 /// Error(invalid_argument) for bad text and Error(unsupported) for a codec not built in.
 TargetSpec parse_target(std::string_view text);
 

@@ -29,10 +29,12 @@ class Codec;
 
 /// What to benchmark.
 struct CodecBenchParams {
+  // clang-format off
   /// Codec specs, `name[:N]` (see parse in codec_bench.cpp and `dlprep l3 bench --help`):
-  ///   l3        L3, auto patch size; l3:N patch N; l3@patches (or l3:N@patches) threads over
-  ///   patches png       libpng zlib level 6; png:N level N webp      WebP lossless, the codec's
-  ///   default effort; webp-lossless:N effort N;
+  ///   l3        L3, auto patch size; l3:N patch N; l3@patches (or l3:N@patches) threads
+  ///             over patches
+  ///   png       libpng zlib level 6; png:N level N
+  ///   webp      WebP lossless, the codec's default effort; webp-lossless:N effort N;
   ///             webp-lossy WebP lossy q90; webp-lossy:Q quality Q (webp:N is refused: it
   ///             is quality N to convert-dataset, effort N to earlier versions of this)
   ///   jpeg      JPEG quality 90 (4:2:0, lossy reference); jpeg:Q quality Q
@@ -40,6 +42,7 @@ struct CodecBenchParams {
   ///   memcpy    copy of the raw pixels: the decode ceiling (always added when missing)
   ///   source    the input files as they are (source_files), each decoded by its own codec: what
   ///             decoding the user's files costs today; its "encode" is a copy of the file
+  // clang-format on
   std::vector<std::string> codecs = {"l3", "png", "webp", "jpeg"};
   std::vector<unsigned> thread_counts = {1};  ///< e.g. {1, all cores}
   unsigned repeats = 5;  ///< timed runs after one warm-up; median and min kept

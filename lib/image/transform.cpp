@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/limits.hpp"
@@ -71,10 +72,16 @@ Transform parse_transform_text(std::string_view text) {
     value = part.substr(name.size());
     return true;
   };
-  // Parts between commas; "" is no transform, and an empty part (",", "a,") is an error.
+  // Parts between commas; "" is no transform, and an empty part (",", "a,") or one given twice
+  // (resize=64x48,resize=32x32, as two --resize) is an error.
+  std::vector<std::string_view> seen;
   for (size_t at = 0, comma = 0; !text.empty() && comma != std::string_view::npos; at = comma + 1) {
     comma = text.find(',', at);
     const std::string_view part = text.substr(at, comma - at);
+    const std::string_view name = part.substr(0, part.find('='));
+    if (std::find(seen.begin(), seen.end(), name) != seen.end())
+      throw bad("transform '" + std::string(name) + "' given twice");
+    seen.push_back(name);
     std::string_view value;
     if (part == "center-crop") {
       t.center_crop = true;

@@ -294,8 +294,10 @@ std::string read_report_mix(const std::filesystem::path& path, std::string* chan
   }
   if (transform) {
     *transform = "";
-    if (doc.contains("transform") && doc["transform"].is_string())
+    if (doc.contains("transform")) {
+      if (!doc["transform"].is_string()) throw corrupt("\"transform\" is not a string");
       *transform = doc["transform"].get<std::string>();
+    }
     try {
       (void)image::parse_transform_text(*transform);
     } catch (const Error& e) {

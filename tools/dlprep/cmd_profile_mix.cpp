@@ -48,13 +48,19 @@ std::string transform_flags(const profile::ProfileReport& r) {
 }
 
 // SRC of the apply line: the profiled tree or list; for a dlprep dataset, the source it was made
-// from while that is found from here (the line adds the dataset's transform), else a placeholder.
+// from (the line adds the dataset's transform) when it is found from here, else a placeholder. A
+// relative name is relative to where that conversion ran: taken when its first sample's source
+// file is found from here too, not some other folder of that name.
 std::string apply_source(const std::string& profiled) {
   std::error_code ec;
   if (!dataset::is_dataset(profiled)) return shell_word(profiled);
   try {
     const std::string source = dataset::read_manifest(profiled).source_path;
-    if (!source.empty() && std::filesystem::exists(source, ec)) return shell_word(source);
+    dataset::IndexReader index(std::filesystem::path(profiled) / dataset::kIndexName);
+    dataset::SampleRecord first;
+    if (!source.empty() && std::filesystem::exists(source, ec) && index.next(first) &&
+        std::filesystem::exists(first.source, ec))
+      return shell_word(source);
   } catch (const Error&) {
   }
   return "SRC";
@@ -129,14 +135,17 @@ void check_writable(const std::string& flag, const std::string& path) {
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) return;
   // The folders made for the probe are removed with it (when still empty): a run that fails
   // later leaves none, and the report's own write makes them again.
+  // Named without . and .. (n1/x/../r.json makes n1 alone), since rmdir takes no "n1/x/..".
+  const std::filesystem::path file = std::filesystem::path(path).lexically_normal();
+  const std::filesystem::path parent = file.parent_path();
   std::filesystem::path outermost_new;
-  for (std::filesystem::path p = std::filesystem::path(path).parent_path();
-       !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path())
+  for (std::filesystem::path p = parent; !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path())
     outermost_new = p;
-  { AtomicFile probe(path); }
+  { AtomicFile probe(file); }
   if (outermost_new.empty()) return;
-  for (std::filesystem::path p = std::filesystem::path(path).parent_path();
-       std::filesystem::remove(p, ec) && p != outermost_new; p = p.parent_path()) {
+  for (std::filesystem::path p = parent; std::filesystem::remove(p, ec) && p != outermost_new;
+       p = p.parent_path()) {
   }
 }
 

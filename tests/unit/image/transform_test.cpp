@@ -86,9 +86,10 @@ TEST_CASE("the canonical text parses back to its transform, and anything else is
   for (const Transform& t :
        {Transform{}, resize_to(1920, 1080, true), resize_to(64, 36, false), max_side(1024), rgb})
     CHECK(parse_transform_text(t.text()) == t);
-  for (const char* bad : {"max-side=0", "max-side=", "max-side=12x", "max-side=99999999999",
-                          "resize=0x5", "resize=64", "center-crop", "resize=64x36,max-side=5",
-                          "channels=gray", "max-side=64,", "size=5"}) {
+  for (const char* bad :
+       {"max-side=0", "max-side=", "max-side=12x", "max-side=99999999999", "resize=0x5",
+        "resize=64", "center-crop", "resize=64x36,max-side=5", "channels=gray", "max-side=64,",
+        "size=5", "resize=64x48,resize=32x32", "channels=rgb,channels=rgb"}) {
     const std::string text = bad;
     CAPTURE(text);
     CHECK_THROWS_AS(parse_transform_text(bad), Error);

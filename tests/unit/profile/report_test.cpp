@@ -171,6 +171,11 @@ TEST_CASE("--mix-from reads the chosen mix, and names the file in every error") 
         Errc::corrupt_data);
   CHECK(code_of(write("bad.json", R"({"schema": "dlprep.profile-mix/1", "mix": [{"spec": 3}]})")) ==
         Errc::corrupt_data);
+  CHECK_THROWS_WITH_AS(
+      read_report_mix(write("transform5.json", R"({"schema": "dlprep.profile-mix/1",
+      "mix": [{"spec": "png", "ratio": 1}], "transform": 5})"),
+                      &channels, &transform),
+      doctest::Contains("\"transform\" is not a string"), Error);
   r.transform = "max-side=-1";
   const fs::path bad_transform = write("transform.json", report_to_json(r));
   try {

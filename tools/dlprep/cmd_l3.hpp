@@ -54,9 +54,6 @@ struct ThreadSplit {
 };
 ThreadSplit split_threads(const Globals& globals, const std::string& command, size_t files);
 
-/// "a,b,c" -> {"a", "b", "c"}; throws Error(invalid_argument) "FLAG: empty item in 'a,,c'" for
-/// an empty item, which would otherwise be taken for no item at all (cmd_l3_bench.cpp).
-std::vector<std::string> split_list(const std::string& text, const std::string& flag);
 /// A comma-separated list of counts from 1 to `max` for `flag`; throws Error(invalid_argument)
 /// "FLAG: 'x' is not a NOUN from 1 to MAX" or "FLAG: empty list" (cmd_l3_bench.cpp).
 std::vector<size_t> parse_count_list(const std::string& text, const std::string& flag,

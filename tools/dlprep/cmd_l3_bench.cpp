@@ -306,20 +306,6 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
   return inputs;
 }
 
-std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    if (item.empty()) throw Error(Errc::invalid_argument, flag + ": empty item in '" + text + "'");
-    items.push_back(item);
-    start = comma + 1;
-  }
-  return items;
-}
-
 std::vector<size_t> parse_count_list(const std::string& text, const std::string& flag,
                                      const std::string& noun, size_t max) {
   std::vector<size_t> counts;

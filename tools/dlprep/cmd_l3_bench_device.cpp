@@ -23,6 +23,7 @@
 #include "l3/batch_bench.hpp"
 #include "l3/batch_decode.hpp"
 #include "l3/l3.hpp"
+#include "option_checks.hpp"
 #include "output.hpp"
 
 namespace dlprep::cli {

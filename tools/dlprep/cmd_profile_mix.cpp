@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "channels_option.hpp"
@@ -83,14 +82,8 @@ struct ProfileMixOptions {
 
 std::vector<dataset::TargetSpec> parse_formats(const std::string& text) {
   std::vector<dataset::TargetSpec> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) throw Error(Errc::invalid_argument, "--formats: empty format name");
+  for (const std::string& item : split_list(text, "--formats"))
     out.push_back(dataset::parse_target(item));
-  }
-  if (!text.empty() && text.back() == ',')  // getline gives no last, empty item
-    throw Error(Errc::invalid_argument, "--formats: empty format name");
-  if (out.empty()) throw Error(Errc::invalid_argument, "--formats: no format given");
   return out;
 }
 

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
+
+#include "core/error.hpp"
 
 namespace dlprep::cli {
 namespace {
@@ -91,6 +94,20 @@ const CLI::Validator kDecimal(
       return std::string();
     },
     "");
+
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (item.empty()) throw Error(Errc::invalid_argument, flag + ": empty item in '" + text + "'");
+    items.push_back(item);
+    start = comma + 1;
+  }
+  return items;
+}
 
 void refuse_empty_values(CLI::App& app) {
   static const CLI::Validator not_empty(

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace dlprep::cli {
 
@@ -20,6 +22,10 @@ extern const CLI::Validator kNotNegative;
 /// too: an empty value (`--against "$ORIG"` with ORIG unset in a Makefile) is refused ("must not
 /// be empty"), never taken for the option left out or for its default.
 void refuse_empty_values(CLI::App& app);
+
+/// "a,b,c" -> {"a", "b", "c"}, for list options; throws Error(invalid_argument) "FLAG: empty
+/// item in 'a,,c'" for an empty item, which would otherwise be taken for no item at all.
+std::vector<std::string> split_list(const std::string& text, const std::string& flag);
 
 /// A finite number from `lo` to `hi` ("'abc' is not a number", "'0' is not from 1 to 100"); with
 /// `whole`, an integer ("'1.5' is not a whole number").

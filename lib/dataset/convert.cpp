@@ -14,7 +14,8 @@
 // Incremental rule (make's, plus options): a sample is up to date when its file exists and is
 // no older than its source; files made with other options were removed at the start (see
 // run()). Its record is reused from the previous index when the file is unchanged since that
-// index was written, else rebuilt by reading the file.
+// index was written, else rebuilt by reading the file (with --recheck: always read, and kept
+// only when its bytes are its record's).
 // Tar layout (--shards): converted samples are held until they are appended in source order to
 // the open shard, at most a few per thread; what an earlier run wrote is found and kept by
 // TarShards (tar_shards.hpp has its rule).
@@ -780,8 +781,11 @@ bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) co
   uint64_t size = fs::file_size(out, ec);
   if (ec) return false;
   auto out_mtime = mtime_ns(out);
-  if (w.old && w.old->location == location && w.old->format == t.format && w.old->bytes == size &&
-      old_index_mtime_ && out_mtime && *out_mtime <= *old_index_mtime_) {
+  const bool recorded =
+      old_index_exact_ && w.old && w.old->location == location && w.old->format == t.format;
+  if (o_.recheck && !recorded) return false;
+  if (!o_.recheck && w.old && w.old->location == location && w.old->format == t.format &&
+      w.old->bytes == size && old_index_mtime_ && out_mtime && *out_mtime <= *old_index_mtime_) {
     r.bytes = w.old->bytes;
     r.shape = w.old->shape;
     r.crc32 = w.old->crc32;
@@ -798,12 +802,12 @@ bool Engine::reuse(Work& w, const fs::path& out, const std::string& location) co
     return false;
   }
   // Touched (a copy without -p) is fine; other bytes are not this sample's conversion.
-  return !(old_index_exact_ && w.old && w.old->location == location && w.old->format == t.format &&
-           (w.old->bytes != r.bytes || w.old->crc32 != r.crc32));
+  return !(recorded && (w.old->bytes != r.bytes || w.old->crc32 != r.crc32));
 }
 
 // Tar layout: a sample proposed from an earlier run's shard is kept when its source is no newer
-// than the shard and its record can be recovered; else it is converted.
+// than the shard and its record can be recovered (with --recheck: the member's bytes are its
+// record's); else it is converted.
 bool Engine::keep_member(Work& w) const {
   SampleRecord& r = w.record;
   r.ordinal = w.ordinal;
@@ -811,8 +815,10 @@ bool Engine::keep_member(Work& w) const {
   r.label = w.entry.label;
   r.source = source_name(w.entry);
   auto src_mtime = mtime_ns(w.entry.path);
-  if (!src_mtime || *src_mtime > w.kept->shard->mtime_ns ||
-      !recover_record(*w.kept, o_.mix[w.target].target.format, w.old, old_index_mtime_,
+  const std::string& format = o_.mix[w.target].target.format;
+  const bool recorded = old_index_exact_ && w.old && w.old->format == format;
+  if (!src_mtime || *src_mtime > w.kept->shard->mtime_ns || (o_.recheck && !recorded) ||
+      !recover_record(*w.kept, format, w.old, o_.recheck ? std::nullopt : old_index_mtime_,
                       old_index_exact_, r)) {
     r = SampleRecord();
     return false;

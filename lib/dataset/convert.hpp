@@ -41,6 +41,10 @@ struct ConvertOptions {
   /// With skip_errors: stop with an error once more samples than this failed.
   uint64_t max_errors = std::numeric_limits<uint64_t>::max();
   bool force = false;         ///< reconvert even the samples that are up to date
+  /// Read every file found in place and keep it only when its bytes are the previous index's
+  /// record (size and crc32), instead of trusting modification times: mends damage that kept
+  /// them (bit rot, cp -p), converting again only the damaged samples.
+  bool recheck = false;
   /// Applied to every image after decoding (--resize, --max-side, --center-crop); recorded in
   /// dataset.json, and a different one makes every file stale. Empty: images kept as they are.
   image::Transform transform;

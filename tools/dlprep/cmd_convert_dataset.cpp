@@ -31,6 +31,7 @@ struct ConvertDatasetOptions {
   bool max_errors_given = false;
   bool shards_given = false;
   bool force = false;
+  bool recheck = false;
   std::string resize, max_side, mix_from;  // --resize WxH, --max-side N, --mix-from REPORT
   image::Channels channels = image::Channels::keep;
   bool center_crop = false, mix_from_given = false, channels_given = false;
@@ -167,6 +168,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
     c.max_errors = o.max_errors;
   }
   c.force = o.force;
+  c.recheck = o.recheck;
   c.threads = jobs_within_fd_limit(globals, kCommand, dataset::kConvertFilesPerThread);
   c.tool = version_string();
   Progress progress(globals, kCommand, 0, "files");
@@ -285,6 +287,10 @@ Action add_convert_dataset_command(CLI::App& app) {
   cmd->add_flag("-f,--force", o->force,
                 "convert every sample, even those up to date (also after a damaged or deleted "
                 "dataset.json)");
+  cmd->add_flag("--recheck", o->recheck,
+                "read every file already in DST and keep it only if its bytes match the index "
+                "(crc32), instead of trusting its modification time: mends what dataset verify "
+                "found damaged, converting only those samples");
   cmd->footer(
       "SRC is a directory tree whose first-level folders are the class labels (ImageFolder), a\n"
       "list file with one PATH or PATH<TAB>LABEL per line, or an existing dlprep dataset. Images\n"

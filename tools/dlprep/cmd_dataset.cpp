@@ -135,7 +135,10 @@ int run_verify(const DatasetOptions& o, const Globals& globals) {
                    std::to_string(r.failed) + " do not decode" +
                    (r.dataset_problems > 0 ? "; " + std::to_string(r.dataset_problems) +
                                                  " problem(s) of the dataset as a whole (above)"
-                                           : std::string()));
+                                           : std::string()) +
+                   (r.mismatched > 0 ? "; its convert-dataset command run again with --recheck "
+                                       "converts those that differ again"
+                                     : std::string()));
   }
   return code;
 }
@@ -207,6 +210,7 @@ Action add_dataset_command(CLI::App& app) {
       "named on stderr and the exit status is 3; a file that matches its checksum but does not\n"
       "decode gives 1.\n"
       "An incomplete dataset (an interrupted conversion) is also a difference.\n"
+      "convert-dataset --recheck mends the samples that differ, converting only those.\n"
       "A -j that the open-file limit (ulimit -n) leaves no room for is lowered, with a warning;\n"
       "running out of file descriptors anyway is an error (exit 1), not a damaged sample.\n"
       "\n"

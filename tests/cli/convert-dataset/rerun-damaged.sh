@@ -54,5 +54,18 @@ r = [json.loads(l) for l in open("tar/samples.jsonl")][-1]
 print(r["location"], r["offset"] + 100)')
 flip "tar/${offset% *}" "${offset#* }"
 rerun_repairs tar 1 --to bmp --shards 64KiB
+
+# Damage that kept the modification time (bit rot, cp -p): a rerun trusts the time, --recheck
+# reads every file and converts only the damaged one again; the verify summary names the flag.
+# (A file newer than the index is read anyway: dated as its source, it is older.)
+flip ds/data/a/kay_256x256.bmp 7000
+touch -r src/a/kay_256x256.png ds/data/a/kay_256x256.bmp
+dlprep convert-dataset src ds --to bmp 2>err.txt
+grep -q '0 converted, 5 up to date' err.txt || fail "rerun trusted no time: $(cat err.txt)"
+expect_exit 3 dlprep dataset verify ds 2>verify.txt
+grep -q 'run again with --recheck' verify.txt || fail "verify names no mend: $(cat verify.txt)"
+rerun_repairs ds 1 --to bmp --recheck
+dlprep convert-dataset src ds --to bmp --recheck 2>err.txt
+grep -q '0 converted, 5 up to date' err.txt || fail "recheck of an intact dataset: $(cat err.txt)"
 no_temp_files ds
 no_temp_files tar

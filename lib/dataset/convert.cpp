@@ -55,6 +55,13 @@ namespace dlprep::dataset {
 namespace fs = std::filesystem;
 namespace {
 
+// The key WebDataset reads a sample's tar members under: their name up to the first dot of the
+// file name. Another than the sample's own for a key with a dot there.
+std::string webdataset_key(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  return key.substr(0, key.find('.', slash == std::string::npos ? 0 : slash + 1));
+}
+
 // Samples per thread in one batch: enough that the wait for the slowest sample at the end of a
 // batch costs little, few enough that a batch's records are a bounded amount of memory.
 constexpr size_t kBatchPerThread = 64;
@@ -446,6 +453,8 @@ ConvertResult Engine::run() {
   ListedLocations listed;               // the new index's file locations
   uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
   std::string first_wide;
+  uint64_t dotted = 0;  // tar layout: keys whose file name has a dot
+  std::string first_dotted;
   uint64_t done = 0;
   std::string lines;               // the batch's index records
   bool keeping = tar_ != nullptr;  // tar layout: still keeping what an earlier run wrote
@@ -475,6 +484,8 @@ ConvertResult Engine::run() {
     }
     if (o_.progress) o_.progress({"convert-dataset", ++done, total, w.entry.key});
     if (w.status == Work::failed) return;
+    if (tar_ && webdataset_key(w.entry.key) != w.entry.key && dotted++ == 0)
+      first_dotted = w.entry.key;
     if (tar_) {
       if (w.kept) {
         tar_->keep(*w.kept, w.record);
@@ -611,6 +622,14 @@ ConvertResult Engine::run() {
     o_.warning(std::to_string(wide) + (wide == 1 ? " sample has" : " samples have") +
                " more than 8 bits per sample (the first: " + first_wide +
                "), read as 8 bits: their files are not lossless of them");
+  if (dotted > 0 && o_.warning)
+    o_.warning(std::to_string(dotted) +
+               (dotted == 1 ? " sample has a dot in its" : " samples have a dot in their") +
+               " file name (the first: " + first_dotted +
+               "): WebDataset takes a member's key up to the first dot of its name, so it reads "
+               "them under other keys (" +
+               webdataset_key(first_dotted) +
+               ") and extensions; rename them, or read the shards by samples.jsonl");
   const bool same_index = rerun && !mark_->is_set() && index.same_as_target();
   if (!same_index) mark_->set();
   if (tar_) manifest_.shard_files = tar_->finish();

@@ -98,3 +98,14 @@ dlprep -q convert-dataset skip skipds --to png --shards 2kB --on-error skip 2>/d
 stat -c '%n %i %y' skipds/dataset.json skipds/samples.jsonl skipds/data/* | cmp -s before.txt - ||
   fail "a rerun past a skipped sample rewrote the dataset"
 dlprep -q dataset verify skipds
+
+# A dot in a file name: WebDataset would read the sample under another key; the run says so.
+# (The file tree has no such reader: no warning there.)
+mkdir -p dots/a.b
+make_pnm dots/a.b/plain.ppm 8 8 3 1; make_pnm dots/a.b/img.v2.ppm 8 8 3 2
+make_pnm dots/a.b/x.y.z.ppm 8 8 3 3
+dlprep convert-dataset dots dotds --to png --shards 1MB 2>dots.txt
+grep -q '^dlprep: warning: convert-dataset: 2 samples have a dot in their file name (the first: a.b/img.v2): WebDataset .* other keys (a.b/img) ' dots.txt ||
+  fail "no dot warning: $(cat dots.txt)"
+dlprep convert-dataset dots dotfiles --to png 2>dots.txt
+! grep -q 'a dot in' dots.txt || fail "a dot warning for the file tree: $(cat dots.txt)"

@@ -339,7 +339,11 @@ ConvertResult Engine::run() {
     o_.warning(std::to_string(unlabeled) + (unlabeled == 1 ? " sample has" : " samples have") +
                " no class beside " + std::to_string(scanned - unlabeled) +
                " that have one (the first: " + first_unlabeled +
-               "): an image at the top of SRC, beside its class folders?");
+               (source.kind() == SourceKind::list ? "): a list line without its TAB and label?"
+                : source.kind() == SourceKind::dataset
+                    ? "): unlabelled in the source dataset"
+                    : "): an image at the top of SRC, beside its "
+                      "class folders?"));
   // Shards without a single .cls member: a surprise for WebDataset's to_tuple(..., "cls") at
   // training time (a flat file tree, for unsupervised work, is common and gets no warning).
   if (tar && unlabeled == scanned && o_.warning)

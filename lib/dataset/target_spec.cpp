@@ -38,6 +38,22 @@ TargetSpec parse_target(std::string_view text) {
   if (colon != text.npos && opt.empty())
     throw bad("'" + std::string(text) + "': empty options after ':'");
   if (name == "jpg") name = "jpeg";
+  // l3 bench's names for WebP's two modes, accepted here too (one grammar for a user).
+  const std::string given(text);
+  std::string normalised;
+  if (name == "webp-lossless") {
+    if (!opt.empty())
+      throw bad("'" + given +
+                "': the effort of WebP lossless is l3 bench's option; write "
+                "webp-lossless (or webp:lossless)");
+    normalised = "lossless";
+  } else if (name == "webp-lossy") {
+    normalised = opt.empty() ? "90" : std::string(opt);  // l3 bench's default quality
+  }
+  if (!normalised.empty()) {
+    name = "webp";
+    opt = normalised;
+  }
   static const std::set<std::string> kKnown = {"l3", "png", "jpeg", "webp", "bmp", "ppm"};
   if (!kKnown.count(name))
     throw bad(

@@ -117,6 +117,11 @@ contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
 expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
 contains json "$T/json.out" '"schema": "dlprep.criteo-preprocess/1"'
 contains json "$T/json.out" '"rows": 1000'
+# A rerun finds o5 up to date; --force (convert-dataset's name for --no-resume) redoes it.
+expect rerun_done 0 "$DLPREP" criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
+contains rerun_done "$T/rerun_done.out" "every day up to date"
+expect rerun_force 0 "$DLPREP" criteo-preprocess --force --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"
+if grep -q "up to date" "$T/rerun_force.out"; then echo "FAIL rerun_force: resumed"; fail=1; fi
 # Progress counts the passes over the input in MB (the sample is 0.1 MB): one where every ID is
 # final at first sight, two with a frequency threshold.
 expect progress 0 "$DLPREP" --progress always criteo-preprocess --no-resume --preset piper "$S/nvtabular_day_0.gz" -o "$T/o10"

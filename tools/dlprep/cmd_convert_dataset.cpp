@@ -220,12 +220,17 @@ Action add_convert_dataset_command(CLI::App& app) {
   cmd->add_option("SRC", o->source, "image folder tree, list file, or dlprep dataset")
       ->required()
       ->type_name("DIR|LIST");
-  cmd->add_option("DST", o->destination, "dataset directory to create or update")
-      ->required()
-      ->type_name("DIR");
+  auto* dst = cmd->add_option("DST", o->destination, "dataset directory to create or update")
+                  ->type_name("DIR");
+  // -o as every other writing command spells it; DST as cp and rsync do.
+  auto* output =
+      cmd->add_option("-o,--output", o->destination, "the same as DST")->type_name("DIR");
+  dst->excludes(output);
+  output->excludes(dst);
   auto* to = cmd->add_option("--to", o->to,
                              "one target format: l3, png[:LEVEL], bmp, ppm, "
-                             "webp[:lossless|QUALITY], jpeg[:QUALITY]")
+                             "webp[:lossless|QUALITY] (or webp-lossless, webp-lossy[:QUALITY]), "
+                             "jpeg[:QUALITY]")
                  ->type_name("FMT[:OPTS]");
   auto* mix = cmd->add_option("--mix", o->mix, "formats and their shares, e.g. l3:0.6,bmp:0.4")
                   ->type_name("FMT[:OPTS]:RATIO,...");
@@ -343,7 +348,9 @@ Action add_convert_dataset_command(CLI::App& app) {
       "  dlprep convert-dataset train/ small/ --to jpeg:90 --channels rgb --max-side 512\n"
       "  dlprep profile-mix train/ --formats png,bmp -o mix.json\n"
       "  dlprep convert-dataset train/ train-mix/ --mix-from mix.json\n");
-  return [o, to, mix, mix_from](const Globals& globals) {
+  return [o, dst, output, to, mix, mix_from](const Globals& globals) {
+    if (dst->count() == 0 && output->count() == 0)
+      throw Error(Errc::invalid_argument, "DST is required (the dataset directory, or -o DIR)");
     if (to->count() == 0 && mix->count() == 0 && mix_from->count() == 0)
       throw Error(Errc::invalid_argument, "one of --to, --mix and --mix-from is required");
     return run_convert(*o, globals);

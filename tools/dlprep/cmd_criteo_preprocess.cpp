@@ -352,8 +352,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
   cmd->add_option("--max-memory", c->max_memory,
                   "refuse to use more memory than this (e.g. 512M, 8G; powers of 1024)")
       ->type_name("SIZE");
-  cmd->add_flag("--no-resume", c->no_resume,
-                "rebuild everything even if a matching vocabulary and day outputs exist");
+  cmd->add_flag("--no-resume,-f,--force", c->no_resume,
+                "rebuild everything even if a matching vocabulary and day outputs exist (-f, "
+                "--force: the same, as convert-dataset spells it)");
   cmd->add_flag("--no-vocab", c->no_vocab, "do not write OUTDIR/vocab (disables resume of pass 1)");
   cmd->add_option("--device", c->device,
                   "where the passes run: cpu, cuda (the GPU; byte-identical outputs), fpga (not "

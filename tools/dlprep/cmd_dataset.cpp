@@ -194,7 +194,9 @@ Action add_dataset_command(CLI::App& app) {
   info->footer(
       "Prints the source, the mix, the layout (files, or tar and its number of shards), the\n"
       "resize/crop transform (if any), the samples and bytes per format (and per class with -v)\n"
-      "from dataset.json; --json prints the whole manifest.\n"
+      "from dataset.json; --json prints every field of the manifest, under the schema\n"
+      "dlprep.dataset-info/1 (the manifest's own as dataset_schema) with path, and for tar\n"
+      "shard_bytes (their bytes on disk).\n"
       "\n"
       "Examples:\n"
       "  dlprep dataset info train-mix/\n"

@@ -323,7 +323,8 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
     print_note(globals, line);
   }
   if (json) {
-    Json tail = Json::object();
+    // The totals of the text mode's last line, named as dataset verify's report names them.
+    Json tail = {{"ok", ok}, {"mismatched", differ}, {"failed", n - ok - differ}};
     if (!options.against.empty()) tail["against"] = options.against;
     if (trees) tail["missing"] = pairing.missing();  // originals without their L3 file
     json->finish(tail);

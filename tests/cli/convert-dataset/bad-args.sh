@@ -7,6 +7,7 @@ make_pnm src/a.ppm 8 8 3 1
 expect_exit 2 dlprep convert-dataset src
 expect_exit 2 dlprep convert-dataset src out
 expect_exit 2 dlprep convert-dataset src out --to l3 --mix l3:1
+expect_exit 2 dlprep convert-dataset src out -o out2 --to l3
 expect_exit 2 dlprep convert-dataset src out --to gif
 expect_exit 2 dlprep convert-dataset src out --to png:12
 expect_exit 2 dlprep convert-dataset src out --mix l3:0.5,l3:0.5

@@ -28,6 +28,7 @@ stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "
 ln -s src src-link  # and by other names: absolute, through a link
 dlprep -q convert-dataset "$PWD/./src" ds --to l3
 dlprep -q convert-dataset src-link ds --to l3
+dlprep -q convert-dataset src -o ds --to l3  # DST given as every other command's output
 stat -c '%n %i %y' ds/dataset.json ds/samples.jsonl | cmp -s mtimes1 - || fail "another name rewrote the dataset"
 # A dataset of a dlprep that recorded no source digest is not rewritten only to add one.
 /usr/bin/python3 - <<'PY'

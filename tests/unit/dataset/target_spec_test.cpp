@@ -34,6 +34,16 @@ TEST_CASE("target specs parse into formats and encoder options") {
     auto lossy = parse_target("webp:80");
     CHECK_FALSE(lossy.options.lossless);
     CHECK(lossy.options.quality == 80);
+    // l3 bench's spellings name the same targets, recorded as the same text.
+    CHECK(parse_target("webp-lossless").text == "webp:lossless");
+    CHECK(parse_target("webp-lossless").options.lossless);
+    CHECK(parse_target("webp-lossy:80").text == "webp:80");
+    CHECK(parse_target("webp-lossy").text == "webp:90");
+    CHECK_FALSE(parse_target("webp-lossy").options.lossless);
+    auto mix = parse_mix("webp-lossy:75:1,png:1");
+    CHECK(mix[0].target.text == "webp:75");
+    CHECK_THROWS_AS(parse_target("webp-lossless:5"), Error);  // an effort: l3 bench's only
+    CHECK_THROWS_AS(parse_target("webp-lossy:0"), Error);
   }
 }
 

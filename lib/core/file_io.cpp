@@ -533,7 +533,8 @@ void make_directories(const fs::path& dir) {
     if (!ec && !fs::is_directory(dir, ec) && !ec)
       ec = std::make_error_code(std::errc::not_a_directory);
   }
-  if (ec) throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message());
+  if (ec)
+    throw Error(Errc::io, dir.string() + ": cannot create directory: " + ec.message(), ec.value());
 }
 
 void AtomicFile::open_temp() {

@@ -2,10 +2,8 @@
 // file, written atomically and indented.
 #pragma once
 
-#include <cerrno>
-#include <cstring>
+#include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,14 +16,14 @@ namespace dlprep::tabular {
 /// hand-edited value would overflow the stack of the recursive dump that writes it back.
 constexpr int kMaxJsonDepth = 64;
 
-/// Throws Error(io) when the file cannot be opened, Error(corrupt_data) when it is not JSON (or
-/// nests deeper than kMaxJsonDepth).
+/// The largest of these files read: the run's own are a few KiB to a few MiB (a state.json of
+/// thousands of days); more is another file at that name (or /dev/zero), not read whole.
+constexpr uint64_t kMaxJsonFileBytes = uint64_t{256} << 20;
+
+/// Throws Error(io) when the file cannot be read (missing, a folder: the message says which),
+/// Error(corrupt_data) when it is not JSON (or nests deeper than kMaxJsonDepth).
 inline nlohmann::json read_json_file(const std::filesystem::path& p) {
-  errno = 0;
-  std::ifstream in(p);
-  if (!in)
-    throw Error(Errc::io, p.string() + ": cannot open" +
-                              (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+  const Bytes text = read_file(p, kMaxJsonFileBytes);
   const auto shallow = [&p](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
     if (depth > kMaxJsonDepth)
       throw Error(Errc::corrupt_data,
@@ -33,7 +31,7 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
     return true;
   };
   try {
-    return nlohmann::json::parse(in, shallow);
+    return nlohmann::json::parse(text.begin(), text.end(), shallow);
   } catch (const nlohmann::json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 2, ...": the library's tag is noise.
     std::string what = e.what();

@@ -271,6 +271,15 @@ PreprocessStats Run::execute() {
   }
   out_dir_.emplace(o_.out_dir);
   out_lock_.emplace(o_.out_dir);
+  // Found before any day is written rather than at the vocabulary's first checkpoint.
+  if (o_.write_vocab && !o_.vocab_from) {
+    const fs::path vocab = o_.out_dir / "vocab";
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(vocab, ec);
+    if (fs::exists(st) && !fs::is_directory(fs::status(vocab, ec)))
+      throw Error(Errc::io, vocab.string() + ": not a folder, where the run writes its " +
+                                "vocabulary: move it away (or run with --no-vocab)");
+  }
   earlier_run_days_ = earlier_run_days();
   // The run writes, replaces and removes files in OUTDIR (a day file could be FILE's name).
   // Checked once OUTDIR exists, so that a link to it resolves.

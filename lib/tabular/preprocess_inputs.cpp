@@ -92,6 +92,15 @@ InputReader& Run::open_reader(std::optional<InputReader>& storage, size_t day, b
     storage.emplace(std::span<const uint8_t>(preloaded_[day].data(), preloaded_bytes_[day]), kind,
                     chunk_bytes_, regular_file_size(o_.inputs[day]));
   } else {
+    // Read by its path again (pass 2, or the single pass): it must still be the file that the
+    // run started on (its size and time), or the passes would see two files. Pass 2 would map
+    // the new one's values through the old one's vocabulary.
+    const json& started = pass1_fp_.at("inputs").at(day);
+    if (file_identity(o_.inputs[day]) != started)
+      throw Error(Errc::corrupt_data,
+                  o_.inputs[day].string() +
+                      ": the input changed during the run (replaced or modified since it started: "
+                      "another size or modification time); rerun to preprocess it anew");
     storage.emplace(o_.inputs[day], kinds_[day], chunk_bytes_, &read_buffers_);
   }
   return *storage;

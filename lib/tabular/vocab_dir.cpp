@@ -48,7 +48,9 @@ fs::path vocab_json_of(const fs::path& where) {
 void write_vocab_dir(const fs::path& dir, const std::array<uint32_t, kNumSparse>& modulus,
                      const std::vector<ColumnVocab>& vocab, const PreprocessOptions& options,
                      json fields) {
-  fs::create_directories(dir);
+  std::error_code made;
+  fs::create_directories(dir, made);
+  if (made) throw Error(Errc::io, dir.string() + ": cannot create the folder: " + made.message());
   // First: an earlier vocab.json must never describe arrays half replaced by these (a rebuild
   // killed in between, whose arrays can match its cardinalities and counts). Without it, the
   // arrays are no vocabulary, and a rerun builds one anew. (Metadata changes reach the disk in

@@ -128,6 +128,23 @@ std::string extension_of(const std::string& target, uint32_t channels) {
   return image::find_codec(target)->extension(channels);
 }
 
+// A write failure that concerns this output's name alone (a folder where the file goes, a file
+// where a folder does, a name too long): the other outputs can still be written. Any other (a
+// full or read-only disk, an I/O error) stops the run.
+bool blocks_this_output_only(int system_error) {
+  switch (system_error) {
+    case EISDIR:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case EEXIST:
+    case ENOTEMPTY:
+    case ELOOP:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void write_output(const fs::path& path, ByteSpan bytes) {
   if (path == "-") {
     std::fflush(stdout);             // nothing buffered may land after the image
@@ -264,6 +281,7 @@ int Converter::run() {
         } catch (const Error& e) {
           outcome.status = Outcome::failed;
           outcome.error = with_path(inputs_[i].path, e).what();
+          if (blocks_this_output_only(e.system_error())) outcome.writing = false;
         } catch (const std::bad_alloc&) {
           outcome.status = Outcome::failed;
           outcome.error = display_path(inputs_[i].path) + ": " + out_of_memory_message();

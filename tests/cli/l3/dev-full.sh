@@ -51,3 +51,14 @@ for out in /dev/stdout /dev/fd/1 /proc/self/fd/1 /dev/fd//1 /dev/fd/./1 /dev/fd/
   [ "$code" = 1 ] && grep -q "$out: cannot open: Bad file descriptor" err-closed.txt ||
     fail "-o $out with stdout closed: exit $code, $(cat err-closed.txt)"
 done
+
+# A name blocked by a folder (or a file where a folder goes) fails that file alone: the disk is
+# not full, and the other outputs are written.
+rm -rf out2 && mkdir -p tree2/x tree2/y out2/x/img1.l3 && touch out2/y
+for i in 1 2 3; do make_pnm tree2/x/img$i.ppm 10 10 3 $i; make_pnm tree2/y/img$i.ppm 10 10 3 $i; done
+code=0
+dlprep --json -j1 l3 encode tree2 -o out2 > report2.json 2> err2.txt || code=$?
+[ "$code" = 1 ] || fail "a blocked output exited $code, expected 1"
+grep -q "out2/x/img1.l3: rename failed: Is a directory" err2.txt || fail "no error naming x/img1.l3: $(cat err2.txt)"
+json_check 'd["encoded"] == 2 and d["failed"] == 4 and d["not_started"] == 0' < report2.json
+[ -e out2/x/img2.l3 ] && [ -e out2/x/img3.l3 ] || fail "x/img2 or x/img3 was not written"

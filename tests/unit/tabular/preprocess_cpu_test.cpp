@@ -3,6 +3,7 @@
 // cache, a single pass and resume never change a byte.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -1145,6 +1146,37 @@ TEST_CASE(
   const PreprocessStats s = preprocess(o);
   CHECK(s.days_resumed_in_pass1 == 2);
   CHECK(fs::exists(dir / "state.json"));
+}
+
+TEST_CASE("a day replaced between the passes stops the run instead of mixing two files") {
+  fs::path dir = scratch("replaced_between_passes");
+  fs::create_directories(dir / "in");
+  const std::string rows = slurp(kSamples / "deepctr_200.tsv");
+  put(dir / "in" / "day_0.tsv", rows);
+  put(dir / "in" / "day_1.tsv", rows);
+  PreprocessOptions o = base({dir / "in" / "day_0.tsv", dir / "in" / "day_1.tsv"}, dir / "out");
+  o.min_freq = 2;  // two passes, pass 2 reading the days by path
+  o.decode_cache = DecodeCache::off;
+  bool replaced = false;
+  o.progress = [&](const ProgressEvent& e) {
+    if (e.what == "pass 2" && !replaced) {
+      // What a generator or rsync does: a new file of the same size renamed over the old.
+      std::string other = rows;
+      std::reverse(other.begin(), other.end() - 1);  // the same bytes, other rows
+      put(dir / "in" / "day_1.tsv.new", other);
+      fs::rename(dir / "in" / "day_1.tsv.new", dir / "in" / "day_1.tsv");
+      replaced = true;
+    }
+  };
+  try {
+    preprocess(o);
+    FAIL("a replaced day went through");
+  } catch (const Error& e) {
+    CHECK(replaced);
+    CHECK(std::string(e.what()).find("day_1.tsv: the input changed during the run") !=
+          std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "day_1_sparse.npy"));
 }
 
 TEST_CASE("a day whose files were replaced since its checkpoint is redone, not trusted") {

@@ -281,7 +281,9 @@ MergeResult merge_datasets(const MergeOptions& o) {
     manifests.push_back(read_manifest(dir));
     const Manifest& m = manifests.back();
     if (!m.complete)
-      throw bad(dir.string() + ": incomplete (its conversion was interrupted or failed); rerun it");
+      throw Error(
+          Errc::corrupt_data,  // exit 1: a failed batch task, not a usage error
+          dir.string() + ": incomplete (its conversion was interrupted or failed); rerun it");
   }
   const Manifest& first = manifests.front();
   // By the shards given, not sized by a count a damaged dataset.json may put at 2^32 - 1.

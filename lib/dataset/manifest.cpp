@@ -304,7 +304,11 @@ std::string not_a_dataset_reason(const fs::path& dir) {
   std::error_code ec;
   const bool data_only = fs::is_directory(dir / kDataDir, ec) &&
                          std::distance(fs::directory_iterator(dir, ec), {}) == 1;
-  return dir.string() + ": exists and is not a dlprep dataset (no " + kManifestName +
+  // A dataset.json that is no file (a folder of that name) is named as what it is.
+  const bool manifest_there = fs::exists(fs::symlink_status(dir / kManifestName, ec));
+  return dir.string() + ": exists and is not a dlprep dataset (" +
+         (manifest_there ? std::string(kManifestName) + " is not a file"
+                         : "no " + std::string(kManifestName)) +
          "); refusing to write into it" +
          (data_only ? " (if a dlprep run that stopped before writing its index left it, remove it "
                       "and run again)"

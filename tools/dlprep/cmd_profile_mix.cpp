@@ -172,7 +172,10 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     throw Error(Errc::io, o.dataset + ": cannot open: No such file or directory");
   // A folder on the storage being measured, which a typo must not create (with its parents).
   if (std::error_code ec; !o.work_dir.empty() && !std::filesystem::is_directory(o.work_dir, ec))
-    throw Error(Errc::invalid_argument, "--work-dir " + o.work_dir + ": no such directory");
+    throw Error(Errc::invalid_argument,
+                "--work-dir " + o.work_dir +
+                    (std::filesystem::exists(o.work_dir, ec) ? ": not a directory"
+                                                             : ": no such directory"));
   // Its temporary files would be strays of the dataset's data/ while the run lasts (or for good,
   // after a SIGKILL).
   if (!o.work_dir.empty()) check_not_an_input("--work-dir", o.work_dir, o.dataset);

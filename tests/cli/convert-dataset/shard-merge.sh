@@ -26,6 +26,18 @@ dlprep -q dataset verify merged
 expect_exit 2 dlprep -q dataset merge part0 -o lonely
 expect_exit 2 dlprep -q dataset merge part0 part0 part1 -o twice
 expect_exit 2 dlprep -q dataset merge part0 all -o mixed
+# A part whose conversion failed is a failed job (exit 1), not a usage error.
+cp -r part1 part1-failed
+/usr/bin/python3 - part1-failed/dataset.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["complete"] = False
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_exit 1 dlprep dataset merge part0 part1-failed -o never1 2>err-failed.txt
+grep -q "part1-failed: incomplete (its conversion was interrupted or failed); rerun it$" err-failed.txt ||
+  fail "$(cat err-failed.txt)"
+! grep -q "try 'dlprep" err-failed.txt || fail "a failed part read as a usage error: $(cat err-failed.txt)"
 
 # Parts dealt by an older rule (dataset.json without "shard_rule") are not merged with new ones.
 cp -r part1 part1-old

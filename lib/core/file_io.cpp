@@ -325,6 +325,7 @@ MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) {
       data_ = static_cast<const uint8_t*>(p);
       size_ = static_cast<size_t>(st.st_size);
       mapped_ = true;
+      registration_.emplace(data_, size_, path);
       return;
     }
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/limits.hpp"
+#include "core/mapped_files.hpp"
 
 namespace dlprep {
 
@@ -44,6 +45,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false;
+  std::optional<MappedFileRegistration> registration_;  // names the file if it shrinks under us
   Bytes owned_;
 };
 

@@ -149,7 +149,7 @@ void InputReader::map_binary(uint64_t offset) {
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd_, 0);
   if (p == MAP_FAILED) return;  // fall back to read(2)
   ::madvise(p, size, MADV_SEQUENTIAL);
-  use_mapping(std::make_shared<RowFileMapping>(static_cast<const uint8_t*>(p), size, offset),
+  use_mapping(std::make_shared<RowFileMapping>(static_cast<const uint8_t*>(p), size, offset, path_),
               offset);
 }
 

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "core/mapped_files.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/gzip_reader.hpp"
 #include "tabular/host_buffer.hpp"
@@ -59,8 +60,9 @@ struct RowFileMapping {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   uint64_t first_row_byte = 0;
-  RowFileMapping(const uint8_t* d, size_t n, uint64_t first)
-      : data(d), bytes(n), first_row_byte(first) {}
+  MappedFileRegistration registration;  // names the file if it shrinks under the mapping
+  RowFileMapping(const uint8_t* d, size_t n, uint64_t first, const std::filesystem::path& path)
+      : data(d), bytes(n), first_row_byte(first), registration(d, n, path) {}
   ~RowFileMapping();
   RowFileMapping(const RowFileMapping&) = delete;
   RowFileMapping& operator=(const RowFileMapping&) = delete;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/mapped_files.hpp"
 #include "core/parallel.hpp"
 #include "tabular/parse_tsv.hpp"
 
@@ -40,6 +41,7 @@ std::optional<uint64_t> count_file_lines(const std::filesystem::path& path, unsi
   if (size == 0) return 0;
   if (map == MAP_FAILED) return std::nullopt;
   ::madvise(map, size, MADV_SEQUENTIAL);
+  const MappedFileRegistration registration(map, size, path);  // a file that shrinks is named
   const char* text = static_cast<const char*>(map);
   std::vector<uint64_t> lines(threads, 0);
   parallel_for(threads, threads, [&](size_t k) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/file_io.hpp"
+#include "core/mapped_files.hpp"
 #include "core/parallel.hpp"
 #include "core/utf8.hpp"
 
@@ -488,7 +489,28 @@ void Progress::finish() {
 
 namespace {
 std::shared_mutex g_output_mutex;
-void report_interrupt(int sig, int code);
+void report_interrupt(const std::string& what, int code);
+void report_in_time(const std::string& what, int code);
+// A read past the end of a file that shrank under its mapping (SIGBUS): the file, for the signal
+// thread's report. Written by the handler before it wakes that thread.
+std::atomic<bool> g_bus_fault{false};
+char g_bus_fault_path[512];
+
+// SIGBUS in a mapped input: the faulting thread cannot go on (returning would fault again), so it
+// hands the exit to the signal thread below (temp files removed, one error naming the file,
+// exit status 1) and waits for it. Any other SIGBUS keeps its default action: a crash.
+void on_bus_fault(int, siginfo_t* info, void*) {
+  // (si_code <= 0: sent by kill or raise, whose si_addr means nothing.)
+  if (!g_bus_fault.exchange(true) &&
+      (info->si_code <= 0 ||
+       !mapped_file_at(info->si_addr, g_bus_fault_path, sizeof g_bus_fault_path))) {
+    ::signal(SIGBUS, SIG_DFL);
+    ::raise(SIGBUS);  // pending until the return: a sent one is not raised again by the return
+    return;
+  }
+  ::kill(::getpid(), SIGTERM);
+  for (;;) ::pause();
+}
 }  // namespace
 
 std::shared_lock<std::shared_mutex> defer_interrupts() {
@@ -521,6 +543,11 @@ void install_interrupt_handler() {
     pipe_action.sa_flags = SA_RESTART;
     ::sigaction(SIGPIPE, &pipe_action, nullptr);
   }
+  struct sigaction bus_action {};
+  bus_action.sa_sigaction = on_bus_fault;
+  sigemptyset(&bus_action.sa_mask);
+  bus_action.sa_flags = SA_SIGINFO;
+  ::sigaction(SIGBUS, &bus_action, nullptr);
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
@@ -528,6 +555,16 @@ void install_interrupt_handler() {
   std::thread([set] {
     siginfo_t info{};
     while (sigwaitinfo(&set, &info) < 0) {
+    }
+    if (g_bus_fault.load()) {
+      // Not under g_output_mutex: the faulting thread may hold it (a source copied as it is),
+      // and it never lets go. A failure, not an interrupt: exit status 1.
+      dlprep::remove_pending_temp_files();
+      report_in_time(
+          std::string(g_bus_fault_path) +
+              ": the file shrank while it was being read (truncated by another process?)",
+          kExitFailure);
+      ::_exit(kExitFailure);
     }
     std::unique_lock lock(g_output_mutex);
     dlprep::remove_pending_temp_files();
@@ -538,15 +575,10 @@ void install_interrupt_handler() {
     }
     const int sig = info.si_signo;
     const int code = sig == SIGINT ? kExitInterrupted : 128 + sig;
-    // The report can block (a stderr or stdout pipe that nobody reads): it gets a moment on a
-    // thread of its own, and the exit does not wait for it longer.
-    auto reported = std::make_shared<std::promise<void>>();
-    std::future<void> done = reported->get_future();
-    std::thread([sig, code, reported] {
-      report_interrupt(sig, code);
-      reported->set_value();
-    }).detach();
-    done.wait_for(std::chrono::milliseconds(500));
+    report_in_time(std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
+                                                     : sig == SIGTERM ? "SIGTERM"
+                                                                      : "SIGHUP"),
+                   code);
     ::_exit(code);
   }).detach();
 }
@@ -558,7 +590,19 @@ void set_interrupt_report(const std::string& command, bool json) {
 }
 
 namespace {
-void report_interrupt(int sig, int code) {
+// The report can block (a stderr or stdout pipe that nobody reads): it gets a moment on a thread
+// of its own, and the exit does not wait for it longer.
+void report_in_time(const std::string& what, int code) {
+  auto reported = std::make_shared<std::promise<void>>();
+  std::future<void> done = reported->get_future();
+  std::thread([what, code, reported] {
+    report_interrupt(what, code);
+    reported->set_value();
+  }).detach();
+  done.wait_for(std::chrono::milliseconds(500));
+}
+
+void report_interrupt(const std::string& what, int code) {
   std::string command;
   bool json = false;
   {
@@ -566,9 +610,6 @@ void report_interrupt(int sig, int code) {
     command = g_interrupt_command;
     json = g_interrupt_json;
   }
-  const std::string what = std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
-                                                             : sig == SIGTERM ? "SIGTERM"
-                                                                              : "SIGHUP");
   // `dlprep --json … | jq`: one document on stdout, this one unless another was begun, which is
   // then ended with the reason if it is a stream (a stdout that blocks is not waited for long).
   // First: scripts read it, people read stderr.

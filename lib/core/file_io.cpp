@@ -926,6 +926,14 @@ void remove_pending_temp_files() noexcept {
   for (const fs::path& dir : g_output_dirs) remove_empty_tree(dir);
 }
 
+std::optional<FileStamp> file_stamp(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return FileStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                   static_cast<uint64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {
   std::error_code ec;
   if (!fs::is_regular_file(output, ec)) return false;  // missing, or a device/FIFO: always write

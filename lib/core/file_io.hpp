@@ -258,6 +258,21 @@ std::string temp_file_name(const std::string& name, const std::string& suffix);
 /// from a signal handler).
 void remove_pending_temp_files() noexcept;
 
+/// What tells a file's contents apart for a rerun: its device, inode, size and modification
+/// time. The same stamp before and after a file was read and its output written means the output
+/// is of the file now at that path; another (an editor's or rsync's rename over it mid-run) means
+/// the output is of the old one, and newer than the new one, which make's rule would keep.
+struct FileStamp {
+  uint64_t device = 0, inode = 0, size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+/// nullopt when the path cannot be stat'ed (deleted), or is no regular file: a FIFO's time moves
+/// as it is written, and it cannot be read again.
+std::optional<FileStamp> file_stamp(const std::filesystem::path& path);
+/// How many times a file that changes while it is converted is converted before that is an error.
+inline constexpr int kConvertAttempts = 3;
+
 /// True when `output` exists and is newer than or as new as every input (make's rule).
 bool is_up_to_date(const std::filesystem::path& output,
                    const std::vector<std::filesystem::path>& inputs);

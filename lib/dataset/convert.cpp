@@ -91,6 +91,37 @@ struct Work {
   std::optional<KeptSample> kept;
   std::string member;
   Bytes data;
+  std::optional<FileStamp> stamp;  // tar layout: the source as it was read (or kept)
+};
+
+// Tar layout: the sources of the samples in the shard being written, checked once it is complete.
+// A source replaced or modified after its sample was converted, while the shard went on filling,
+// is older than the shard: every rerun would keep the shard, with the old image.
+class ShardSources {
+ public:
+  // Called for every sample appended, after it is: checks the previous shard when this one is in
+  // another.
+  void add(const fs::path& destination, const Work& w) {
+    if (w.record.location != location_) check(destination);
+    location_ = w.record.location;
+    sources_.emplace_back(w.entry.path, w.stamp);
+  }
+  // Throws, with the shard removed (the rerun writes it again), when one of them changed.
+  void check(const fs::path& destination) {
+    for (const auto& [path, stamp] : sources_) {
+      if (file_stamp(path) == stamp) continue;
+      const fs::path shard = destination / location_;
+      std::error_code ec;
+      fs::remove(shard, ec);
+      throw Error(Errc::io, path.string() + ": changed while its shard was being written; " +
+                                shard.string() + " is removed: rerun to convert it again");
+    }
+    sources_.clear();
+  }
+
+ private:
+  std::string location_;
+  std::vector<std::pair<fs::path, std::optional<FileStamp>>> sources_;
 };
 
 // The previous index, read in step with the new one.
@@ -155,8 +186,10 @@ class Engine {
   void list_shuffled(const SampleSource& source);
   // Throws for a sample whose key cannot be a file name or is another sample's too.
   void check_key(const std::string& key) const;
-  // Converts a sample, or finds its file up to date.
+  // Converts a sample (again, when its source changed meanwhile), or finds its file up to date.
   void process(Work& w) const;
+  // again: the output in place is the old source's, though newer than the new one.
+  void convert_once(Work& w, bool again) const;
   bool keep_member(Work& w) const;
   const image::Codec* target_codec(size_t target) const;
   // Throws when a --resize size is more than a target stores: every sample of it would fail.
@@ -457,6 +490,7 @@ ConvertResult Engine::run() {
   ListedLocations listed;               // the new index's file locations
   uint64_t wide = 0;                    // converted samples with more than 8 bits per sample
   std::string first_wide;
+  ShardSources shard_sources;  // tar layout
   uint64_t dotted = 0;  // tar layout: keys whose file name has a dot
   std::string first_dotted;
   uint64_t done = 0;
@@ -502,6 +536,7 @@ ConvertResult Engine::run() {
         result.stage_seconds.write += write.seconds();
         w.data = Bytes();
       }
+      shard_sources.add(o_.destination, w);
     }
     lines += format_record(w.record);
     lines += '\n';
@@ -636,7 +671,10 @@ ConvertResult Engine::run() {
                ") and extensions; rename them, or read the shards by samples.jsonl");
   const bool same_index = rerun && !mark_->is_set() && index.same_as_target();
   if (!same_index) mark_->set();
-  if (tar_) manifest_.shard_files = tar_->finish();
+  if (tar_) {
+    manifest_.shard_files = tar_->finish();
+    shard_sources.check(o_.destination);
+  }
   // Read from the old index, before the new one replaces it (tar shards: TarShards' own); after an
   // interrupted run, also what it wrote that no index names.
   std::vector<fs::path> orphans =
@@ -837,6 +875,7 @@ bool Engine::keep_member(Work& w) const {
   r.key = w.entry.key;
   r.label = w.entry.label;
   r.source = source_name(w.entry);
+  w.stamp = file_stamp(w.entry.path);
   auto src_mtime = mtime_ns(w.entry.path);
   const std::string& format = o_.mix[w.target].target.format;
   const bool recorded = old_index_exact_ && w.old && w.old->format == format;
@@ -910,6 +949,25 @@ void Engine::check_key(const std::string& key) const {
 }
 
 void Engine::process(Work& w) const {
+  // A source replaced or modified while it was converted: the output is the old file's but newer
+  // than the new one, so every rerun would keep it. It is converted again, from the new file.
+  for (int attempt = 1;; ++attempt) {
+    const std::optional<FileStamp> before = file_stamp(w.entry.path);
+    convert_once(w, attempt > 1);
+    if (w.status != Work::converted) return;
+    if (file_stamp(w.entry.path) == before) {
+      w.stamp = before;
+      return;
+    }
+    if (attempt == kConvertAttempts)
+      throw Error(Errc::io, "changed while it was being converted, " +
+                                std::to_string(kConvertAttempts) +
+                                " times: rerun once nothing writes it");
+    w.status = Work::pending;
+  }
+}
+
+void Engine::convert_once(Work& w, bool again) const {
   const TargetSpec& t = o_.mix[w.target].target;
   const image::Codec* target = image::find_codec(t.format);
   const std::string& key = w.entry.key;
@@ -929,7 +987,7 @@ void Engine::process(Work& w) const {
   const ImageShape& declared = probed.shape;
   w.source_bits = probed.bits;
 
-  if (!o_.force && !tar_) {
+  if (!o_.force && !tar_ && !again) {
     std::string location = std::string(kDataDir) + "/" + key + "." +
                            target->extension(o_.transform.output_channels(declared.channels));
     fs::path out = o_.destination / location;

@@ -174,7 +174,9 @@ class Converter {
   struct Totals {
     uint64_t converted = 0, skipped = 0, failed = 0, not_started = 0, in = 0, out = 0;
   };
-  void convert_one(size_t index, Outcome& outcome, unsigned threads);
+  // again: the output in place is the old input's, though newer than the new one.
+  void convert_one(size_t index, Outcome& outcome, unsigned threads, bool again = false);
+  void convert_with_retries(size_t index, Outcome& outcome, unsigned threads);
   bool output_is_as_requested(const fs::path& output, const ImageShape& shape) const;
   Image decode_on_device(ByteSpan file);
   // Finds, before any file is converted, the outputs that the inputs' names (and, for a decode to
@@ -277,7 +279,7 @@ int Converter::run() {
         outcome = Outcome{};
         if (stopped_.load(std::memory_order_relaxed)) return;
         try {
-          convert_one(i, outcome, threads.patches);
+          convert_with_retries(i, outcome, threads.patches);
         } catch (const Error& e) {
           outcome.status = Outcome::failed;
           outcome.error = with_path(inputs_[i].path, e).what();
@@ -443,7 +445,23 @@ bool Converter::output_is_as_requested(const fs::path& output, const ImageShape&
   }
 }
 
-void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
+// An input replaced or modified while it was converted: the output is the old file's but newer
+// than the new one, so every rerun would skip it. It is converted again, from the new file.
+void Converter::convert_with_retries(size_t index, Outcome& outcome, unsigned threads) {
+  const std::filesystem::path& path = inputs_[index].path;
+  for (int attempt = 1;; ++attempt) {
+    const std::optional<FileStamp> before = path == "-" ? std::nullopt : file_stamp(path);
+    convert_one(index, outcome, threads, attempt > 1);
+    if (outcome.status != Outcome::converted || path == "-" || file_stamp(path) == before) return;
+    if (attempt == kConvertAttempts)
+      throw Error(Errc::io, "changed while it was being converted, " +
+                                std::to_string(kConvertAttempts) +
+                                " times: rerun once nothing writes it");
+    outcome = Outcome{};
+  }
+}
+
+void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads, bool again) {
   const InputFile input = inputs_[index];
   bool encoding = direction_ == Direction::encode;
   std::unique_ptr<MappedFile> file;
@@ -468,7 +486,8 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
   if (late_claims_.count(index) != 0) {
     std::lock_guard lock(late_mutex_);
     auto [it, inserted] = late_claimed_.emplace(outcome.output.lexically_normal().string(), index);
-    if (!inserted) throw Error(Errc::invalid_argument, clash_message(outcome.output, it->second));
+    if (!inserted && it->second != index)  // (its own claim: a retry of the same input)
+      throw Error(Errc::invalid_argument, clash_message(outcome.output, it->second));
   }
   // `-o $<` in a Makefile: the file is as new as itself, so it would pass as up to date (or, with
   // --force, the original would be replaced by its conversion).
@@ -477,7 +496,7 @@ void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads) {
       std::filesystem::equivalent(input.path, outcome.output, ec))
     throw Error(Errc::invalid_argument,
                 "the output " + display_path(outcome.output) + " is the input file itself");
-  if (!options_.force && input.path != "-" && outcome.output != "-" &&
+  if (!options_.force && !again && input.path != "-" && outcome.output != "-" &&
       is_up_to_date(outcome.output, {input.path}) &&
       output_is_as_requested(outcome.output, outcome.shape)) {
     outcome.status = Outcome::skipped;

@@ -27,6 +27,7 @@
 #include "dataset/dataset_verify.hpp"
 #include "dataset/manifest.hpp"
 #include "dataset/sample_source.hpp"
+#include "image/codec.hpp"
 #include "test_scratch.hpp"
 
 using namespace dlprep;
@@ -645,6 +646,48 @@ TEST_CASE("--recheck mends damage that kept its modification time, converting on
     CHECK(slurp(dst / kIndexName) == index);
     CHECK(convert_dataset(recheck).converted == 0);  // intact: nothing to do
   }
+}
+
+TEST_CASE("a source replaced while its shard is written fails the run; the rerun converts it") {
+  fs::path root = scratch("replaced-source");
+  fs::path src = make_tree(root);
+  fs::path dst = root / "dst";
+  std::vector<fs::path> sources;
+  for (const auto& e : fs::recursive_directory_iterator(src))
+    if (e.is_regular_file() && e.path().extension() != ".txt") sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());  // the walk's order: the first sample is sources[0]
+  const fs::path first = sources[0], other = sources[1];
+  ConvertOptions o = tar_options(src, dst, "bmp", 100000000);  // one shard for all
+  o.threads = 1;
+  bool replaced = false;
+  o.progress = [&](const ProgressEvent& e) {
+    // Once the first sample is in the shard, its source is replaced (written anew, renamed over
+    // it, as editors and rsync do): the shard, finished later, is newer than the new file.
+    if (e.what == "convert-dataset" && e.done == 1 && !replaced) {
+      fs::copy_file(other, first.string() + ".new");
+      fs::rename(first.string() + ".new", first);
+      replaced = true;
+    }
+  };
+  try {
+    convert_dataset(o);
+    FAIL("a shard with a replaced source was kept");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find(first.string() +
+                                     ": changed while its shard was being written") == 0);
+  }
+  CHECK(replaced);
+  CHECK_FALSE(fs::exists(dst / "data" / "shard-000000.tar"));
+  o.progress = nullptr;
+  CHECK(convert_dataset(o).converted == 14);
+  CHECK(verify(dst).ok == 14);
+  // The index records the new source's image (the other file's shape).
+  std::ifstream index(dst / kIndexName);
+  std::string line;
+  std::getline(index, line);
+  const SampleRecord r = parse_record(line);
+  MappedFile again(other);
+  CHECK(r.shape == image::sniff_codec_or_throw(again.bytes()).probe(again.bytes()).shape);
 }
 
 TEST_CASE("changing the layout or the shard size removes the other layout's data") {

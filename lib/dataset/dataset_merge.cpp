@@ -202,6 +202,13 @@ void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifes
                                           "') is out of order or in two shards");
     last = r.ordinal;
     check_location(r.location);
+    // Its file is linked into OUT at that name: anywhere but data/ (samples.jsonl) would replace
+    // the merged dataset's own files.
+    if (!r.location.starts_with(std::string(kDataDir) + "/"))
+      throw Error(Errc::corrupt_data, (next->dir / kIndexName).string() + ": sample " +
+                                          std::to_string(r.ordinal) + " ('" + r.key +
+                                          "'): location \"" + r.location + "\" is not in " +
+                                          kDataDir + "/");
     fn(static_cast<size_t>(next - inputs.data()), r);
     next->advance();
   }
@@ -210,9 +217,17 @@ void for_each_record(const MergeOptions& o, const std::vector<Manifest>& manifes
 // Every file the parts' indices name is there and regular, checked before OUT is changed: a
 // part with a missing file fails the merge with an earlier OUT left complete.
 void check_part_files(const MergeOptions& o, const std::vector<Manifest>& manifests, bool tar) {
-  std::unordered_set<std::string> checked_shards;
+  std::unordered_map<std::string, size_t> checked_shards;  // location -> its part
   for_each_record(o, manifests, [&](size_t part, const SampleRecord& r) {
-    if (tar && !checked_shards.insert(r.location).second) return;
+    if (tar) {
+      const auto [it, first] = checked_shards.emplace(r.location, part);
+      // Two parts' shards of one name: OUT holds one file at that name, not both.
+      if (!first && it->second != part)
+        throw Error(Errc::corrupt_data, o.inputs[it->second].string() + " and " +
+                                            o.inputs[part].string() + " both hold " + r.location +
+                                            ": parts of one conversion name their shards apart");
+      if (!first) return;
+    }
     const fs::path file = o.inputs[part] / r.location;
     struct stat st {};
     if (::stat(file.c_str(), &st) != 0) {
@@ -315,8 +330,15 @@ MergeResult merge_datasets(const MergeOptions& o) {
   if (fs::exists(o.output, ec) && !is_dataset(o.output) && !fs::is_empty(o.output, ec) &&
       !unknown_contents)
     throw bad(not_a_dataset_reason(o.output));
-  fs::create_directories(o.output, ec);
-  if (ec) throw Error(Errc::io, o.output.string() + ": cannot create directory: " + ec.message());
+  OutputDirectory out_dir(o.output);
+  // A merge that fails before it writes a file leaves no OUT it made (after the lock's release).
+  struct DiscardOnFailure {
+    OutputDirectory& dir;
+    const int exceptions = std::uncaught_exceptions();
+    ~DiscardOnFailure() {
+      if (std::uncaught_exceptions() > exceptions) dir.discard_if_empty();
+    }
+  } discard_on_failure{out_dir};
   DirectoryLock lock(o.output);
   remove_dead_temp_files(o.output);  // a killed merge's index or manifest (the lock: no live one)
 

@@ -135,7 +135,15 @@ void check_class(const std::string& name, WorkerFiles& files, uint64_t at, const
 // Throws the first difference found, or the decoder's error.
 void check_sample(const fs::path& dir, const SampleRecord& r, const Manifest& m,
                   WorkerFiles& files) {
-  check_location(r.location);
+  // A location that leaves data/ is the index's difference, not a sample that fails to decode.
+  try {
+    check_location(r.location);
+  } catch (const Error& e) {
+    throw differs((dir / kIndexName).string(), "sample '" + r.key + "': " + e.what());
+  }
+  if (!r.location.starts_with(std::string(kDataDir) + "/"))
+    throw differs((dir / kIndexName).string(), "sample '" + r.key + "': location \"" + r.location +
+                                                   "\" is not in " + kDataDir + "/");
   fs::path path = dir / r.location;
   std::string name = path.string();
   std::string member;
@@ -361,8 +369,11 @@ VerifyResult verify_dataset(const VerifyOptions& o) {
             return;
           }
           ++(e.code() == Errc::mismatch ? mismatched : failed);
-          std::string path = (o.dataset / rec.location).string();
-          report(std::string(e.what()).rfind(path, 0) == 0 ? e : e.with_context(path));
+          // Named already: the sample's file, or the index (a location that leaves data/).
+          const std::string what = e.what(), path = (o.dataset / rec.location).string();
+          const bool named =
+              what.starts_with(path) || what.starts_with((o.dataset / kIndexName).string() + ":");
+          report(named ? e : e.with_context(path));
         } catch (const std::bad_alloc&) {
           ++failed;
           report(

@@ -40,6 +40,14 @@ inline nlohmann::json read_json_file(const std::filesystem::path& p) {
   }
 }
 
+/// A count of the run's own JSON files (rows, days, bytes): an unsigned integer, else
+/// Error(corrupt_data). get<uint64_t>() would wrap a negative one and is undefined for a float
+/// out of range (1e30).
+inline uint64_t json_count(const nlohmann::json& value) {
+  if (!value.is_number_unsigned()) throw Error(Errc::corrupt_data, "a count is not one");
+  return value.get<uint64_t>();
+}
+
 inline void write_json_file(const std::filesystem::path& p, const nlohmann::json& j) {
   // replace: a string that is not UTF-8 must not abort the run after its work is done.
   const std::string s = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -321,7 +321,7 @@ std::vector<size_t> Run::days_done(const json& fp2, bool restore_counts) {
     const json files = st.value("day_files", json::array());
     const json& listed = st.at("days_done");
     for (size_t i = 0; i < listed.size(); ++i) {
-      const auto day = listed[i].get<size_t>();
+      const uint64_t day = json_count(listed[i]);
       if (day >= o_.inputs.size() || i >= files.size() || !day_files_match(day, files[i])) continue;
       if (restore_counts) {
         if (!days.is_array() || day >= days.size()) continue;
@@ -397,7 +397,7 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
     if (v.value("pass1", json()) != pass1_fp) return 0;
     // at(), never a const operator[]: a key a damaged file lacks would be read past its map.
     const json& days = v.at("days");
-    size_t done = v.value("days_done", days.size());
+    const uint64_t done = v.contains("days_done") ? json_count(v.at("days_done")) : days.size();
     if (!days.is_array() || days.size() != o_.inputs.size() || done == 0 || done > days.size())
       return 0;
     load_vocab_from(o_.out_dir / "vocab");
@@ -405,9 +405,9 @@ size_t Run::try_resume_vocab(const json& pass1_fp) {
     resumed_files_ = v.value("single_pass_files", json());
     resumed_emit_ = v.value("emit", json());
     for (size_t d = 0; d < done; ++d) {
-      stats_.days[d].rows = days.at(d).at("rows").get<uint64_t>();
-      stats_.days[d].bad_rows = days.at(d).at("bad_rows").get<uint64_t>();
-      stats_.days[d].input_bytes = days.at(d).at("input_bytes").get<uint64_t>();
+      stats_.days[d].rows = json_count(days.at(d).at("rows"));
+      stats_.days[d].bad_rows = json_count(days.at(d).at("bad_rows"));
+      stats_.days[d].input_bytes = json_count(days.at(d).at("input_bytes"));
     }
     return done;
   } catch (const Error&) {
@@ -427,7 +427,13 @@ size_t Run::open_emit(size_t done) {
       return done;  // FILE is as that run wrote it
     if (done > 0 && done < o_.inputs.size() && saved.value("target", "") == absolute_name(file) &&
         saved.contains("temp") && saved.contains("bytes")) {
-      const uint64_t bytes = saved["bytes"].get<uint64_t>();
+      const uint64_t bytes = json_count(saved["bytes"]);
+      // What the days done wrote, as their counts say: a checkpoint's bytes that are not that
+      // (a damaged state) would resume FILE at another row than the next day's first.
+      uint64_t rows = 0;
+      for (size_t d = 0; d < done; ++d) rows += stats_.days[d].rows;
+      if (bytes != binary_header().size() + rows * kBinaryRowBytes)
+        throw Error(Errc::corrupt_data, "emit bytes are not the days' rows");
       emit_.emplace(file, fs::path(saved["temp"].get<std::string>()), bytes);
       emit_bytes_ = bytes;
       resumed = done;

@@ -22,6 +22,7 @@ grep -q '^dataset merge: 2 shards, 14 samples into merged (up to date)$' err.txt
 stat -c '%n %i %y' merged/dataset.json merged/samples.jsonl | cmp -s mtimes1 - || fail "a merge again touched OUT"
 expect_exit 1 dlprep -q dataset merge part0 nonexistent -o never 2>err-missing.txt
 grep -q "nonexistent: cannot open: No such file or directory" err-missing.txt || fail "$(cat err-missing.txt)"
+[ ! -e never ] || fail "a refused merge made OUT"
 dlprep -q dataset verify merged
 expect_exit 2 dlprep -q dataset merge part0 -o lonely
 expect_exit 2 dlprep -q dataset merge part0 part0 part1 -o twice
@@ -35,6 +36,7 @@ d["complete"] = False
 json.dump(d, open(sys.argv[1], "w"))
 PY
 expect_exit 1 dlprep dataset merge part0 part1-failed -o never1 2>err-failed.txt
+[ ! -e never1 ] || fail "a refused merge made OUT"
 grep -q "part1-failed: incomplete (its conversion was interrupted or failed); rerun it$" err-failed.txt ||
   fail "$(cat err-failed.txt)"
 ! grep -q "try 'dlprep" err-failed.txt || fail "a failed part read as a usage error: $(cat err-failed.txt)"

@@ -35,6 +35,14 @@ dlprep -q dataset verify merged
 # A part with another shard size is not part of the same conversion.
 dlprep -q convert-dataset src odd --mix l3:0.5,bmp:0.5 --shards 1MB --shard 2/3
 expect_exit 2 dlprep -q dataset merge part0 part1 odd -o mixed
+# Two parts whose shards have one name (one renamed by hand): OUT could hold only one of them.
+cp -r part1 renamed
+first=$(ls part0/data | head -1)
+mv "renamed/data/$(ls renamed/data | head -1)" "renamed/data/$first"
+sed -i "s/$(ls part1/data | head -1)/$first/" renamed/samples.jsonl
+expect_exit 1 dlprep dataset merge part0 renamed part2 -o never-same 2>err-same.txt
+grep -q "both hold data/$first" err-same.txt || fail "$(cat err-same.txt)"
+[ ! -e never-same ] || fail "a refused merge made OUT"
 # Onto another file system the shards are copied (no hard link): whole, and kept by a rerun.
 other=$(mktemp -d /dev/shm/dlprep-merge-test.XXXXXX 2>/dev/null) || other=""
 if [ -n "$other" ] && [ "$(stat -c %d "$other")" != "$(stat -c %d .)" ]; then

@@ -41,6 +41,7 @@
 
 #include "core/error.hpp"
 #include "core/file_io.hpp"
+#include "fuzz_sections.hpp"
 #include "tabular/criteo_preprocess.hpp"
 
 using namespace dlprep;
@@ -249,19 +250,6 @@ Work& work() {
   return w;
 }
 
-std::string substituted(std::string_view text, const std::string& root) {
-  std::string s;
-  for (size_t i = 0; i < text.size();) {
-    if (text.substr(i, 3) == "@R@") {
-      s += root;
-      i += 3;
-    } else {
-      s += text[i++];
-    }
-  }
-  return s;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -273,14 +261,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   const fs::path files[] = {w.out / "vocab" / "vocab.json", w.out / "state.json",
                             w.out / "stats.json"};
-  size_t at = 0;
-  for (const fs::path& file : files) {
-    if (at > rest.size()) break;
-    size_t end = rest.find('\0', at);
-    if (end == std::string_view::npos) end = rest.size();
-    fs::create_directories(file.parent_path());
-    write_text(file, substituted(rest.substr(at, end - at), w.root.string()));
-    at = end + 1;
+  const std::vector<std::string_view> given = fuzz_sections(rest, std::size(files));
+  for (size_t i = 0; i < given.size(); ++i) {
+    fs::create_directories(files[i].parent_path());
+    write_text(files[i], substituted(given[i], w.root.string()));
   }
   try {
     preprocess(w.options(mode));

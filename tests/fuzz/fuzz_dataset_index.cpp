@@ -36,6 +36,7 @@
 #include "dataset/dataset_merge.hpp"
 #include "dataset/dataset_verify.hpp"
 #include "dataset/target_spec.hpp"
+#include "fuzz_sections.hpp"
 
 using namespace dlprep;
 using namespace dlprep::dataset;
@@ -134,19 +135,6 @@ struct Work {
   }
 };
 
-std::string substituted(std::string_view text, const std::string& root) {
-  std::string s;
-  for (size_t i = 0; i < text.size();) {
-    if (text.substr(i, 3) == "@R@") {
-      s += root;
-      i += 3;
-    } else {
-      s += text[i++];
-    }
-  }
-  return s;
-}
-
 Work& the_work() {
   static Work w;
   return w;
@@ -162,15 +150,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fs::remove_all(w.work);
   fs::copy(w.tpl(tar), w.work, fs::copy_options::recursive);
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
-  size_t at = 0;
+  const std::vector<std::string_view> given = fuzz_sections(rest, 6);
+  size_t k = 0;
   for (const char* d : {"a", "b", "m"})
-    for (const char* f : {kIndexName, kManifestName}) {
-      if (at > rest.size()) break;
-      size_t end = rest.find('\0', at);
-      if (end == std::string_view::npos) end = rest.size();
-      write_text(w.work / d / f, substituted(rest.substr(at, end - at), w.root.string()));
-      at = end + 1;
-    }
+    for (const char* f : {kIndexName, kManifestName})
+      if (k < given.size()) write_text(w.work / d / f, substituted(given[k++], w.root.string()));
   const auto verify = [](const fs::path& dir) {
     VerifyOptions v;
     v.dataset = dir;

@@ -341,6 +341,7 @@ MappedFile::MappedFile(const fs::path& path, const HeadCheck& check_head) {
 }
 
 MappedFile::~MappedFile() {
+  registration_.reset();  // first: a fault after the unmapping is no longer this file's
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
@@ -931,7 +932,8 @@ std::optional<FileStamp> file_stamp(const fs::path& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   return FileStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
                    static_cast<uint64_t>(st.st_size),
-                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
 }
 
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {

@@ -258,13 +258,14 @@ std::string temp_file_name(const std::string& name, const std::string& suffix);
 /// from a signal handler).
 void remove_pending_temp_files() noexcept;
 
-/// What tells a file's contents apart for a rerun: its device, inode, size and modification
-/// time. The same stamp before and after a file was read and its output written means the output
-/// is of the file now at that path; another (an editor's or rsync's rename over it mid-run) means
-/// the output is of the old one, and newer than the new one, which make's rule would keep.
+/// What tells a file's contents apart for a rerun: its device, inode, size, modification time
+/// and status change time (which also moves when an edit puts the modification time back). The same
+/// stamp before and after a file was read and its output written means the output is of the file
+/// now at that path; another (an editor's or rsync's rename over it mid-run) means the output is of
+/// the old one, and newer than the new one, which make's rule would keep.
 struct FileStamp {
   uint64_t device = 0, inode = 0, size = 0;
-  int64_t mtime_ns = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
   bool operator==(const FileStamp&) const = default;
 };
 /// nullopt when the path cannot be stat'ed (deleted), or is no regular file: a FIFO's time moves

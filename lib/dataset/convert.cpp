@@ -100,17 +100,20 @@ struct Work {
 class ShardSources {
  public:
   // Called for every sample appended, after it is: checks the previous shard when this one is in
-  // another.
-  void add(const fs::path& destination, const Work& w) {
-    if (w.record.location != location_) check(destination);
+  // another. Only the samples converted by this run: a kept one's source, changed, is newer than
+  // its shard; and a sample of a dataset source (a tar member, no stamp) is checked by its crc32.
+  void add(const fs::path& destination, const Work& w, IncompleteMark& mark) {
+    if (w.record.location != location_) check(destination, mark);
     location_ = w.record.location;
-    sources_.emplace_back(w.entry.path, w.stamp);
+    if (!w.kept && w.stamp) sources_.emplace_back(w.entry.path, *w.stamp);
   }
-  // Throws, with the shard removed (the rerun writes it again), when one of them changed.
-  void check(const fs::path& destination) {
+  // Throws, with the shard removed and the dataset marked incomplete (the rerun writes it again),
+  // when one of them changed.
+  void check(const fs::path& destination, IncompleteMark& mark) {
     for (const auto& [path, stamp] : sources_) {
       if (file_stamp(path) == stamp) continue;
       const fs::path shard = destination / location_;
+      mark.set();  // before the shard goes: a dataset.json saying complete must name it
       std::error_code ec;
       fs::remove(shard, ec);
       throw Error(Errc::io, path.string() + ": changed while its shard was being written; " +
@@ -121,7 +124,7 @@ class ShardSources {
 
  private:
   std::string location_;
-  std::vector<std::pair<fs::path, std::optional<FileStamp>>> sources_;
+  std::vector<std::pair<fs::path, FileStamp>> sources_;
 };
 
 // The previous index, read in step with the new one.
@@ -536,7 +539,7 @@ ConvertResult Engine::run() {
         result.stage_seconds.write += write.seconds();
         w.data = Bytes();
       }
-      shard_sources.add(o_.destination, w);
+      shard_sources.add(o_.destination, w, *mark_);
     }
     lines += format_record(w.record);
     lines += '\n';
@@ -673,7 +676,7 @@ ConvertResult Engine::run() {
   if (!same_index) mark_->set();
   if (tar_) {
     manifest_.shard_files = tar_->finish();
-    shard_sources.check(o_.destination);
+    shard_sources.check(o_.destination, *mark_);
   }
   // Read from the old index, before the new one replaces it (tar shards: TarShards' own); after an
   // interrupted run, also what it wrote that no index names.
@@ -875,7 +878,6 @@ bool Engine::keep_member(Work& w) const {
   r.key = w.entry.key;
   r.label = w.entry.label;
   r.source = source_name(w.entry);
-  w.stamp = file_stamp(w.entry.path);
   auto src_mtime = mtime_ns(w.entry.path);
   const std::string& format = o_.mix[w.target].target.format;
   const bool recorded = old_index_exact_ && w.old && w.old->format == format;
@@ -949,8 +951,12 @@ void Engine::check_key(const std::string& key) const {
 }
 
 void Engine::process(Work& w) const {
+  // A sample of a dataset source (a tar member): its bytes are checked by their crc32, and its
+  // file, a shard, is every other member's too.
+  if (!w.entry.member.empty()) return convert_once(w, false);
   // A source replaced or modified while it was converted: the output is the old file's but newer
-  // than the new one, so every rerun would keep it. It is converted again, from the new file.
+  // than the new one, so every rerun would keep it. It goes, and the sample is converted again,
+  // from the new file.
   for (int attempt = 1;; ++attempt) {
     const std::optional<FileStamp> before = file_stamp(w.entry.path);
     convert_once(w, attempt > 1);
@@ -958,6 +964,10 @@ void Engine::process(Work& w) const {
     if (file_stamp(w.entry.path) == before) {
       w.stamp = before;
       return;
+    }
+    if (!tar_) {
+      std::error_code ec;
+      fs::remove(o_.destination / w.record.location, ec);
     }
     if (attempt == kConvertAttempts)
       throw Error(Errc::io, "changed while it was being converted, " +

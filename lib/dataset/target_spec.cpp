@@ -48,6 +48,7 @@ TargetSpec parse_target(std::string_view text) {
                 "webp-lossless (or webp:lossless)");
     normalised = "lossless";
   } else if (name == "webp-lossy") {
+    if (opt == "lossless") throw bad("'" + given + "': webp-lossy takes a quality 1 to 100");
     normalised = opt.empty() ? "90" : std::string(opt);  // l3 bench's default quality
   }
   if (!normalised.empty()) {

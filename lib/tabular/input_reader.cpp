@@ -160,7 +160,10 @@ void InputReader::use_mapping(std::shared_ptr<const RowFileMapping> mapping, uin
   map_end_ = mapping_->bytes;
 }
 
-RowFileMapping::~RowFileMapping() { ::munmap(const_cast<uint8_t*>(data), bytes); }
+RowFileMapping::~RowFileMapping() {
+  registration.reset();  // first: a fault after the unmapping is no longer this file's
+  ::munmap(const_cast<uint8_t*>(data), bytes);
+}
 
 InputReader::InputReader(std::shared_ptr<const RowFileMapping> mapping, const std::string& name,
                          size_t chunk_bytes)

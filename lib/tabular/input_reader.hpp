@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -60,9 +61,11 @@ struct RowFileMapping {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
   uint64_t first_row_byte = 0;
-  MappedFileRegistration registration;  // names the file if it shrinks under the mapping
+  std::optional<MappedFileRegistration> registration;  // names the file if it shrinks under it
   RowFileMapping(const uint8_t* d, size_t n, uint64_t first, const std::filesystem::path& path)
-      : data(d), bytes(n), first_row_byte(first), registration(d, n, path) {}
+      : data(d), bytes(n), first_row_byte(first) {
+    registration.emplace(d, n, path);
+  }
   ~RowFileMapping();
   RowFileMapping(const RowFileMapping&) = delete;
   RowFileMapping& operator=(const RowFileMapping&) = delete;

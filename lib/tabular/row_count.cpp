@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/mapped_files.hpp"
@@ -41,7 +42,8 @@ std::optional<uint64_t> count_file_lines(const std::filesystem::path& path, unsi
   if (size == 0) return 0;
   if (map == MAP_FAILED) return std::nullopt;
   ::madvise(map, size, MADV_SEQUENTIAL);
-  const MappedFileRegistration registration(map, size, path);  // a file that shrinks is named
+  std::optional<MappedFileRegistration> registration;
+  registration.emplace(map, size, path);  // a file that shrinks is named
   const char* text = static_cast<const char*>(map);
   std::vector<uint64_t> lines(threads, 0);
   parallel_for(threads, threads, [&](size_t k) {
@@ -51,6 +53,7 @@ std::optional<uint64_t> count_file_lines(const std::filesystem::path& path, unsi
   });
   uint64_t total = text[size - 1] != '\n' ? 1 : 0;
   for (uint64_t n : lines) total += n;
+  registration.reset();  // before the unmapping, as ~MappedFile does
   ::munmap(map, size);
   return total;
 }

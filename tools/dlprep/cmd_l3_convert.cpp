@@ -452,7 +452,13 @@ void Converter::convert_with_retries(size_t index, Outcome& outcome, unsigned th
   for (int attempt = 1;; ++attempt) {
     const std::optional<FileStamp> before = path == "-" ? std::nullopt : file_stamp(path);
     convert_one(index, outcome, threads, attempt > 1);
-    if (outcome.status != Outcome::converted || path == "-" || file_stamp(path) == before) return;
+    // (An output that is no file, stdout or a FIFO, is not written twice.)
+    std::error_code ec;
+    if (outcome.status != Outcome::converted || path == "-" || file_stamp(path) == before ||
+        !std::filesystem::is_regular_file(outcome.output, ec))
+      return;
+    // The old input's output goes first: if the new one fails, no output of the old stays.
+    std::filesystem::remove(outcome.output, ec);
     if (attempt == kConvertAttempts)
       throw Error(Errc::io, "changed while it was being converted, " +
                                 std::to_string(kConvertAttempts) +

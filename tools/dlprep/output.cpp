@@ -493,7 +493,8 @@ void report_interrupt(const std::string& what, int code);
 void report_in_time(const std::string& what, int code);
 // A read past the end of a file that shrank under its mapping (SIGBUS): the file, for the signal
 // thread's report. Written by the handler before it wakes that thread.
-std::atomic<bool> g_bus_fault{false};
+std::atomic<bool> g_bus_claimed{false};  // a thread is handling a SIGBUS
+std::atomic<bool> g_bus_fault{false};    // ... of a mapped file, whose path is written
 char g_bus_fault_path[512];
 
 // SIGBUS in a mapped input: the faulting thread cannot go on (returning would fault again), so it
@@ -501,15 +502,17 @@ char g_bus_fault_path[512];
 // exit status 1) and waits for it. Any other SIGBUS keeps its default action: a crash.
 void on_bus_fault(int, siginfo_t* info, void*) {
   // (si_code <= 0: sent by kill or raise, whose si_addr means nothing.)
-  if (!g_bus_fault.exchange(true) &&
-      (info->si_code <= 0 ||
-       !mapped_file_at(info->si_addr, g_bus_fault_path, sizeof g_bus_fault_path))) {
-    ::signal(SIGBUS, SIG_DFL);
-    ::raise(SIGBUS);  // pending until the return: a sent one is not raised again by the return
-    return;
+  if (info->si_code > 0 && !g_bus_claimed.exchange(true)) {
+    if (mapped_file_at(info->si_addr, g_bus_fault_path, sizeof g_bus_fault_path)) {
+      g_bus_fault.store(true);  // after the path: the signal thread reads it
+      ::kill(::getpid(), SIGTERM);
+      for (;;) ::pause();
+    }
+  } else if (info->si_code > 0) {
+    for (;;) ::pause();  // another thread's fault is being reported
   }
-  ::kill(::getpid(), SIGTERM);
-  for (;;) ::pause();
+  ::signal(SIGBUS, SIG_DFL);
+  ::raise(SIGBUS);  // pending until the return: a sent one is not raised again by the return
 }
 }  // namespace
 

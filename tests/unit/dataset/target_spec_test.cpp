@@ -44,6 +44,7 @@ TEST_CASE("target specs parse into formats and encoder options") {
     CHECK(mix[0].target.text == "webp:75");
     CHECK_THROWS_AS(parse_target("webp-lossless:5"), Error);  // an effort: l3 bench's only
     CHECK_THROWS_AS(parse_target("webp-lossy:0"), Error);
+    CHECK_THROWS_AS(parse_target("webp-lossy:lossless"), Error);
   }
 }
 

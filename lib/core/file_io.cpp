@@ -936,6 +936,21 @@ std::optional<FileStamp> file_stamp(const fs::path& path) {
                    static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
 }
 
+std::optional<FileStamp> convert_unchanged(const fs::path& source,
+                                           const std::function<bool(bool again)>& convert,
+                                           const std::function<void()>& discard) {
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    const std::optional<FileStamp> before = file_stamp(source);
+    if (!convert(attempt > 1)) return std::nullopt;
+    if (file_stamp(source) == before) return before;
+    discard();
+    if (attempt == kAttempts)
+      throw Error(Errc::io, "changed while it was being converted, " + std::to_string(kAttempts) +
+                                " times: rerun once nothing writes it");
+  }
+}
+
 bool is_up_to_date(const fs::path& output, const std::vector<fs::path>& inputs) {
   std::error_code ec;
   if (!fs::is_regular_file(output, ec)) return false;  // missing, or a device/FIFO: always write

@@ -271,8 +271,15 @@ struct FileStamp {
 /// nullopt when the path cannot be stat'ed (deleted), or is no regular file: a FIFO's time moves
 /// as it is written, and it cannot be read again.
 std::optional<FileStamp> file_stamp(const std::filesystem::path& path);
-/// How many times a file that changes while it is converted is converted before that is an error.
-inline constexpr int kConvertAttempts = 3;
+/// Converts `source` until it is the same file before and after a conversion: `convert(again)`
+/// (again: a retry, whose output in place is the old source's) returns whether it wrote an output
+/// that a changed source would make stale (false: skipped, failed, written to a stream), and
+/// `discard()` removes that output before the next try, so that none of the old source is left
+/// newer than the new one. Returns the stamp the last conversion read (nullopt when none was
+/// checked). Throws Error(io) when the source changed at each of 3 tries.
+std::optional<FileStamp> convert_unchanged(const std::filesystem::path& source,
+                                           const std::function<bool(bool again)>& convert,
+                                           const std::function<void()>& discard);
 
 /// True when `output` exists and is newer than or as new as every input (make's rule).
 bool is_up_to_date(const std::filesystem::path& output,

@@ -957,24 +957,17 @@ void Engine::process(Work& w) const {
   // A source replaced or modified while it was converted: the output is the old file's but newer
   // than the new one, so every rerun would keep it. It goes, and the sample is converted again,
   // from the new file.
-  for (int attempt = 1;; ++attempt) {
-    const std::optional<FileStamp> before = file_stamp(w.entry.path);
-    convert_once(w, attempt > 1);
-    if (w.status != Work::converted) return;
-    if (file_stamp(w.entry.path) == before) {
-      w.stamp = before;
-      return;
-    }
-    if (!tar_) {
-      std::error_code ec;
-      fs::remove(o_.destination / w.record.location, ec);
-    }
-    if (attempt == kConvertAttempts)
-      throw Error(Errc::io, "changed while it was being converted, " +
-                                std::to_string(kConvertAttempts) +
-                                " times: rerun once nothing writes it");
-    w.status = Work::pending;
-  }
+  w.stamp = convert_unchanged(
+      w.entry.path,
+      [&](bool again) {
+        w.status = Work::pending;
+        convert_once(w, again);
+        return w.status == Work::converted;
+      },
+      [&] {
+        std::error_code ec;  // tar layout: nothing written yet
+        if (!tar_) fs::remove(o_.destination / w.record.location, ec);
+      });
 }
 
 void Engine::convert_once(Work& w, bool again) const {

@@ -449,22 +449,21 @@ bool Converter::output_is_as_requested(const fs::path& output, const ImageShape&
 // than the new one, so every rerun would skip it. It is converted again, from the new file.
 void Converter::convert_with_retries(size_t index, Outcome& outcome, unsigned threads) {
   const std::filesystem::path& path = inputs_[index].path;
-  for (int attempt = 1;; ++attempt) {
-    const std::optional<FileStamp> before = path == "-" ? std::nullopt : file_stamp(path);
-    convert_one(index, outcome, threads, attempt > 1);
-    // (An output that is no file, stdout or a FIFO, is not written twice.)
-    std::error_code ec;
-    if (outcome.status != Outcome::converted || path == "-" || file_stamp(path) == before ||
-        !std::filesystem::is_regular_file(outcome.output, ec))
-      return;
-    // The old input's output goes first: if the new one fails, no output of the old stays.
-    std::filesystem::remove(outcome.output, ec);
-    if (attempt == kConvertAttempts)
-      throw Error(Errc::io, "changed while it was being converted, " +
-                                std::to_string(kConvertAttempts) +
-                                " times: rerun once nothing writes it");
-    outcome = Outcome{};
-  }
+  if (path == "-") return convert_one(index, outcome, threads);
+  convert_unchanged(
+      path,
+      [&](bool again) {
+        outcome = Outcome{};
+        convert_one(index, outcome, threads, again);
+        // (An output that is no file, stdout or a FIFO, is not written twice.)
+        std::error_code ec;
+        return outcome.status == Outcome::converted &&
+               std::filesystem::is_regular_file(outcome.output, ec);
+      },
+      [&] {
+        std::error_code ec;
+        std::filesystem::remove(outcome.output, ec);
+      });
 }
 
 void Converter::convert_one(size_t index, Outcome& outcome, unsigned threads, bool again) {

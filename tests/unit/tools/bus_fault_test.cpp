@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "core/file_io.hpp"
 #include "output.hpp"
@@ -64,6 +65,31 @@ TEST_CASE("a mapped input truncated while it is read is an error naming it, exit
   CHECK(slurp(dir / "err.txt") == "dlprep: error: test: " + input.string() +
                                       ": the file shrank while it was being read (truncated by "
                                       "another process?)\n");
+}
+
+TEST_CASE("a fault on a worker thread ends the run the same way, its temporary files removed") {
+  const fs::path dir = test_scratch::fresh("tools", "bus_fault_worker");
+  const fs::path input = dir / "shrinking.bin";
+  std::ofstream(input, std::ios::binary) << std::string(1 << 16, 'x');
+  const int status = in_child(dir / "err.txt", [&] {
+    cli::install_interrupt_handler();
+    cli::set_interrupt_report("test", false);
+    AtomicFile output(dir / "out.bin");  // an output being written: its temp file is registered
+    output.write(ByteSpan(reinterpret_cast<const uint8_t*>("abc"), 3));
+    MappedFile file(input);
+    fs::resize_file(input, 0);
+    std::thread([&] {
+      volatile uint8_t byte = file.bytes()[40000];
+      (void)byte;
+    }).join();
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(slurp(dir / "err.txt").find(input.string() + ": the file shrank") != std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    INFO(e.path().string(), " was left");
+    CHECK(e.path().filename().string().find("out.bin") == std::string::npos);
+  }
 }
 
 TEST_CASE("a SIGBUS outside a mapped input keeps its default action") {

@@ -13,7 +13,8 @@
 #                    ISA-L, nvJPEG when found; carry/deps for what the machine lacks) and build;
 #                    then the kernels' resources (registers, spills, stack) from cuobjdump
 #   l3-test          l3_decode_cuda_test (bit-exact against the CPU reference), the CLI's device
-#                    cases, and the fuzz corpus replayed on the GPU against the CPU
+#                    cases, the Python module's batches (CUDA against the CPU, the device tensor
+#                    through PyTorch), and the fuzz corpus replayed on the GPU against the CPU
 #   criteo-test      criteo_preprocess_cuda_test (every output byte against the CPU backend), the
 #                    Criteo CLI test, the NumPy differential test forced onto CUDA, and the fuzz
 #                    corpus replayed on the GPU against the CPU
@@ -72,7 +73,9 @@ all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1,DLPREP_L3_CUD
 DLPREP_L3_CUDA_ROW_CODES=1 wrc:DLPREP_L3_CUDA_WARP_PATCHES=1,DLPREP_L3_CUDA_ROW_CODES=1 \
 wrp:DLPREP_L3_CUDA_WARP_PATCHES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
-         fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay)
+         fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay dlprep_l3_shared)
+# The Python module and its library (lib/capi), which the tar of step_prebuild names apart.
+PYTHON_MODULE=(python/dlprep_l3/libdlprep_l3.so python/dlprep_l3/__init__.py)
 # The prebuilt binaries were built from a copy of the tree at this path; here it is made a link
 # to this checkout, so that the paths compiled into the tests (sample data, golden files) and
 # written in the CTest files lead to the same files.
@@ -202,7 +205,7 @@ step_build() {
 ensure_built() {
   local t
   for t in "$B/dlprep" "$B/tests/cuda/l3_decode_cuda_test" "$B/tests/cuda/criteo_preprocess_cuda_test" \
-           "$B/criteo_bench" "$B/tests/fuzz/fuzz_criteo_cuda_replay"; do
+           "$B/criteo_bench" "$B/tests/fuzz/fuzz_criteo_cuda_replay" "${PYTHON_MODULE[@]/#/$B/}"; do
     [[ -x $t ]] || { step_build; return; }
   done
 }
@@ -224,6 +227,7 @@ step_prebuild() {
   # xz: a third of the size, which the 64 MiB a call carries needs.
   (find "$B" -name CTestTestfile.cmake &&
     for t in "${TARGETS[@]}"; do find "$B" -name "$t" -type f -perm -u+x; done &&
+    for t in "${PYTHON_MODULE[@]}"; do echo "$B/$t"; done &&
     for v in $L3_VARIANTS; do
       echo "$B-${v%%:*}/dlprep"
       echo "$B-${v%%:*}/tests/cuda/l3_decode_cuda_test"
@@ -250,7 +254,13 @@ step_l3-test() {
   ctest --test-dir "$B" -R '^cli/l3/(decode-device|bench-device|bench-bad-args)$' \
     --output-on-failure || rc_cli=$?
   note "cli/l3 device tests: exit $rc_cli"
-  replay_corpus l3_decode_cuda l3 && ((rc == 0 && rc_cli == 0))
+  # The Python module's batches: CUDA against the CPU, and the device tensor read through
+  # torch.as_tensor where this Python has PyTorch (the test says which).
+  local rc_py=0
+  DLPREP=$B/dlprep SAMPLE_DATA=sample_data SCRATCH=$OUT/python-scratch PYTHONPATH=$B/python \
+    PYTHONDONTWRITEBYTECODE=1 "$PYTHON" tests/python/test_dlprep_l3.py -v Batches || rc_py=$?
+  note "python dlprep_l3 batches on the GPU: exit $rc_py"
+  replay_corpus l3_decode_cuda l3 && ((rc == 0 && rc_cli == 0 && rc_py == 0))
 }
 
 step_criteo-test() {

@@ -4,7 +4,7 @@
 # no option that does not exist.
 man_dir="$CLI_TESTS/../../man"
 command -v man >/dev/null || skip "man is not installed (Debian package man-db)"
-for page in $(cd "$man_dir" && ls dlprep*.[15]); do
+for page in $(cd "$man_dir" && ls *.[135]); do
   man --warnings -l "$man_dir/$page" 2>warnings.txt >/dev/null || fail "$page does not render"
   [ ! -s warnings.txt ] || fail "$page: $(cat warnings.txt)"
 done

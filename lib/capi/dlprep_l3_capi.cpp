@@ -1,0 +1,317 @@
+// The C interface (dlprep_l3.h) over lib/l3: argument checks, then the C++ call inside one
+// catch that turns every exception into a status and the thread's message.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "capi/dlprep_l3.h"
+#include "core/error.hpp"
+#include "core/image.hpp"
+#include "l3/batch_decode.hpp"
+#include "l3/l3.hpp"
+
+struct dlprep_l3_decoder {
+  std::unique_ptr<dlprep::l3::BatchDecoder> decoder;
+  std::unique_ptr<dlprep::l3::BatchBuffer>
+      input;  // device copy of the files, reused while big enough
+  std::string device;
+};
+
+struct dlprep_l3_plan {
+  dlprep::l3::BatchPlan plan;
+};
+
+struct dlprep_l3_tensor {
+  std::unique_ptr<dlprep::l3::BatchBuffer> buffer;
+};
+
+namespace {
+
+using dlprep::ByteSpan;
+using dlprep::Errc;
+using dlprep::Error;
+
+thread_local std::string t_last_error;
+
+dlprep_status status_of(Errc code) {
+  switch (code) {
+    case Errc::invalid_argument:
+      return DLPREP_INVALID_ARGUMENT;
+    case Errc::io:
+      return DLPREP_IO;
+    case Errc::corrupt_data:
+      return DLPREP_CORRUPT_DATA;
+    case Errc::unsupported:
+      return DLPREP_UNSUPPORTED;
+    case Errc::limit_exceeded:
+      return DLPREP_LIMIT_EXCEEDED;
+    case Errc::device_unavailable:
+      return DLPREP_DEVICE_UNAVAILABLE;
+    case Errc::device_failure:
+      return DLPREP_DEVICE_FAILURE;
+    default:
+      return DLPREP_INTERNAL;
+  }
+}
+
+// Runs `body`; any exception becomes the status and the thread's message.
+template <typename Body>
+dlprep_status guarded(Body&& body) noexcept {
+  try {
+    body();
+    return DLPREP_OK;
+  } catch (const Error& e) {
+    t_last_error = e.what();
+    return status_of(e.code());
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of host memory";
+    return DLPREP_INTERNAL;
+  } catch (const std::exception& e) {
+    t_last_error = std::string("internal error: ") + e.what();
+    return DLPREP_INTERNAL;
+  } catch (...) {
+    t_last_error = "internal error";
+    return DLPREP_INTERNAL;
+  }
+}
+
+void require(bool condition, const char* message) {
+  if (!condition) throw Error(Errc::invalid_argument, message);
+}
+
+ByteSpan file_span(const void* file, size_t size) {
+  require(file != nullptr || size == 0, "the file is a null pointer");
+  return {static_cast<const uint8_t*>(file), size};
+}
+
+std::vector<ByteSpan> file_spans(const void* const* files, const size_t* sizes, size_t count) {
+  require(count == 0 || (files != nullptr && sizes != nullptr),
+          "the files or their sizes are a null pointer");
+  std::vector<ByteSpan> spans(count);
+  for (size_t i = 0; i < count; ++i) {
+    require(files[i] != nullptr || sizes[i] == 0, "a file of the batch is a null pointer");
+    spans[i] = {static_cast<const uint8_t*>(files[i]), sizes[i]};
+  }
+  return spans;
+}
+
+// Rows of `row_bytes` bytes, `row_stride` apart (0: back to back): the bytes they span.
+size_t strided_bytes(uint32_t height, size_t row_bytes, size_t& row_stride) {
+  if (row_stride == 0) row_stride = row_bytes;
+  require(row_stride >= row_bytes, "the row stride is smaller than a row");
+  if (height == 0) return 0;
+  size_t total = 0;
+  if (__builtin_mul_overflow(size_t{height} - 1, row_stride, &total) ||
+      __builtin_add_overflow(total, row_bytes, &total))
+    throw Error(Errc::limit_exceeded, "the image's rows overflow the address space");
+  return total;
+}
+
+dlprep::l3::CropMode parse_crop(const char* name) {
+  if (name == nullptr || std::strcmp(name, "none") == 0) return dlprep::l3::CropMode::none;
+  if (std::strcmp(name, "center") == 0) return dlprep::l3::CropMode::center;
+  if (std::strcmp(name, "random") == 0) return dlprep::l3::CropMode::random;
+  throw Error(Errc::invalid_argument,
+              std::string("unknown crop '") + name + "' (none, center, random)");
+}
+
+dlprep::l3::DecodeOptions decode_options(const dlprep_l3_batch_options* options) {
+  dlprep::l3::DecodeOptions out;
+  if (options == nullptr) return out;
+  if (options->layout != nullptr) out.layout = dlprep::l3::parse_output_layout(options->layout);
+  for (int c = 0; c < 4; ++c) {
+    out.mean[c] = options->mean[c];
+    out.std[c] = options->std[c];
+  }
+  out.crop = parse_crop(options->crop);
+  out.crop_width = options->crop_width;
+  out.crop_height = options->crop_height;
+  out.seed = options->seed;
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+int dlprep_l3_api_version(void) { return DLPREP_L3_API_VERSION; }
+
+const char* dlprep_l3_last_error(void) { return t_last_error.c_str(); }
+
+dlprep_status dlprep_l3_inspect(const void* file, size_t size, dlprep_l3_info* info) {
+  return guarded([&] {
+    require(info != nullptr, "the info is a null pointer");
+    const dlprep::l3::FileInfo parsed = dlprep::l3::inspect(file_span(file, size));
+    *info = {parsed.shape.width, parsed.shape.height, parsed.shape.channels, parsed.patch,
+             parsed.file_bytes};
+  });
+}
+
+dlprep_status dlprep_l3_decode(const void* file, size_t size, void* out, size_t out_size,
+                               size_t row_stride, unsigned threads) {
+  return guarded([&] {
+    const ByteSpan bytes = file_span(file, size);
+    const dlprep::ImageShape shape = dlprep::l3::inspect(bytes).shape;
+    const size_t needed =
+        strided_bytes(shape.height, size_t{shape.width} * shape.channels, row_stride);
+    require(out != nullptr || needed == 0, "the output is a null pointer");
+    if (out_size < needed)
+      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
+                                              " bytes; the image needs " + std::to_string(needed));
+    dlprep::l3::decode_into(bytes, static_cast<uint8_t*>(out), row_stride,
+                            threads == 0 ? 1 : threads);
+  });
+}
+
+dlprep_status dlprep_l3_encode(const void* pixels, uint32_t width, uint32_t height,
+                               uint32_t channels, size_t row_stride, uint32_t patch,
+                               unsigned threads, void** out, size_t* out_size) {
+  return guarded([&] {
+    require(out != nullptr && out_size != nullptr, "the output is a null pointer");
+    *out = nullptr;
+    *out_size = 0;
+    dlprep::Image image(width, height, channels);  // checks the shape against the limits
+    strided_bytes(height, image.row_bytes(), row_stride);
+    require(pixels != nullptr || image.empty(), "the pixels are a null pointer");
+    for (uint32_t y = 0; y < height; ++y)
+      std::memcpy(image.row(y), static_cast<const uint8_t*>(pixels) + y * row_stride,
+                  image.row_bytes());
+    const dlprep::Bytes encoded =
+        dlprep::l3::encode(image, {.patch = patch, .threads = threads == 0 ? 1 : threads});
+    void* copy = std::malloc(encoded.size());
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, encoded.data(), encoded.size());
+    *out = copy;
+    *out_size = encoded.size();
+  });
+}
+
+void dlprep_l3_free(void* bytes) { std::free(bytes); }
+
+void dlprep_l3_batch_options_init(dlprep_l3_batch_options* options) {
+  if (options == nullptr) return;
+  *options = {};
+  options->layout = "nhwc-u8";
+  options->crop = "none";
+  for (float& s : options->std) s = 1;
+}
+
+dlprep_status dlprep_l3_decoder_create(const char* device, unsigned cpu_threads,
+                                       dlprep_l3_decoder** decoder) {
+  return guarded([&] {
+    require(decoder != nullptr, "the decoder is a null pointer");
+    *decoder = nullptr;
+    auto made = std::make_unique<dlprep_l3_decoder>();
+    made->decoder = dlprep::l3::make_batch_decoder(
+        dlprep::l3::parse_decode_device(device == nullptr ? "auto" : device),
+        cpu_threads == 0 ? 1 : cpu_threads);
+    made->device = std::string(made->decoder->device_name());
+    *decoder = made.release();
+  });
+}
+
+void dlprep_l3_decoder_destroy(dlprep_l3_decoder* decoder) { delete decoder; }
+
+const char* dlprep_l3_decoder_device(const dlprep_l3_decoder* decoder) {
+  return decoder == nullptr ? "" : decoder->device.c_str();
+}
+
+dlprep_status dlprep_l3_plan_create(const void* const* files, const size_t* sizes, size_t count,
+                                    const dlprep_l3_batch_options* options, dlprep_l3_plan** plan) {
+  return guarded([&] {
+    require(plan != nullptr, "the plan is a null pointer");
+    *plan = nullptr;
+    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
+    auto made = std::make_unique<dlprep_l3_plan>();
+    made->plan = dlprep::l3::plan_batch(spans, decode_options(options));
+    *plan = made.release();
+  });
+}
+
+void dlprep_l3_plan_destroy(dlprep_l3_plan* plan) { delete plan; }
+
+size_t dlprep_l3_plan_count(const dlprep_l3_plan* plan) {
+  return plan == nullptr ? 0 : plan->plan.images.size();
+}
+
+uint64_t dlprep_l3_plan_output_bytes(const dlprep_l3_plan* plan) {
+  return plan == nullptr ? 0 : plan->plan.output_bytes;
+}
+
+uint32_t dlprep_l3_plan_element_bytes(const dlprep_l3_plan* plan) {
+  if (plan == nullptr) return 0;
+  switch (plan->plan.layout) {
+    case dlprep::l3::OutputLayout::nchw_f32:
+      return 4;
+    case dlprep::l3::OutputLayout::nchw_f16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+dlprep_status dlprep_l3_plan_window(const dlprep_l3_plan* plan, size_t index,
+                                    dlprep_l3_window* window) {
+  return guarded([&] {
+    require(plan != nullptr && window != nullptr, "the plan or the window is a null pointer");
+    require(index < plan->plan.images.size(), "the image index is outside the batch");
+    const dlprep::l3::BatchImage& image = plan->plan.images[index];
+    *window = {image.out_width, image.out_height, image.channels,
+               image.crop_x,    image.crop_y,     image.dst};
+  });
+}
+
+dlprep_status dlprep_l3_decode_batch(dlprep_l3_decoder* decoder, const dlprep_l3_plan* plan,
+                                     const void* const* files, const size_t* sizes, size_t count,
+                                     void* out, size_t out_size) {
+  return guarded([&] {
+    require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
+    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
+    require(out != nullptr || plan->plan.output_bytes == 0, "the output is a null pointer");
+    if (out_size < plan->plan.output_bytes)
+      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
+                                              " bytes; the batch needs " +
+                                              std::to_string(plan->plan.output_bytes));
+    decoder->decoder->decode(plan->plan, spans, static_cast<uint8_t*>(out));
+  });
+}
+
+dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dlprep_l3_plan* plan,
+                                            const void* const* files, const size_t* sizes,
+                                            size_t count, dlprep_l3_tensor** tensor) {
+  return guarded([&] {
+    require(decoder != nullptr && plan != nullptr && tensor != nullptr,
+            "the decoder, the plan or the tensor is a null pointer");
+    *tensor = nullptr;
+    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
+    dlprep::l3::BatchDecoder& backend = *decoder->decoder;
+    const size_t input_bytes = std::max<uint64_t>(plan->plan.input_bytes, 1);
+    if (!decoder->input || decoder->input->size() < input_bytes) {
+      decoder->input.reset();  // free the old one first: device memory is the scarce kind
+      decoder->input = backend.allocate(dlprep::l3::MemoryKind::device, input_bytes);
+    }
+    backend.upload(plan->plan, spans, *decoder->input);
+    auto made = std::make_unique<dlprep_l3_tensor>();
+    made->buffer = backend.allocate(dlprep::l3::MemoryKind::device,
+                                    std::max<uint64_t>(plan->plan.output_bytes, 1));
+    backend.decode_device(plan->plan, *decoder->input, *made->buffer);
+    *tensor = made.release();
+  });
+}
+
+void* dlprep_l3_tensor_data(const dlprep_l3_tensor* tensor) {
+  return tensor == nullptr ? nullptr : tensor->buffer->data();
+}
+
+uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor) {
+  return tensor == nullptr ? 0 : tensor->buffer->size();
+}
+
+void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor) { delete tensor; }
+
+}  // extern "C"

@@ -1,0 +1,345 @@
+"""L3 images in Python: L3 files to NumPy arrays and back, and batches of them into training
+tensors (in GPU memory with CUDA). It loads libdlprep_l3.so (man/libdlprep_l3.3), built next to
+this file by the dlprep build, and needs NumPy only:
+
+    PYTHONPATH=build/python python3
+    >>> import dlprep_l3
+    >>> image = dlprep_l3.read("photo.l3")              # (height, width, channels) uint8
+    >>> data = dlprep_l3.encode(image)                  # bytes of an L3 file
+    >>> with dlprep_l3.BatchDecoder("auto") as decoder:  # CUDA when there is a GPU
+    ...     batch = decoder.decode([data] * 8, layout="nchw-f32", mean=[124, 116, 104],
+    ...                            std=[58, 57, 57], crop=(224, 224))   # (8, 3, 224, 224)
+
+Every failure raises dlprep_l3.Error, whose message says what is wrong and, in a batch, which
+image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arrays are HWC uint8 for one
+image, gray ones included (channels 1); a batch is NHWC uint8 or NCHW float32/float16.
+"""
+
+import collections
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["Error", "Info", "info", "decode", "read", "encode", "BatchDecoder", "DeviceTensor",
+           "webdataset_decoder"]
+
+API_VERSION = 1
+
+
+class Error(Exception):
+    """A failure reported by libdlprep_l3: `status` names its kind ("corrupt_data",
+    "invalid_argument", "device_unavailable", ...), str() is the library's message."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+_STATUS_NAMES = {1: "invalid_argument", 2: "io", 3: "corrupt_data", 4: "unsupported",
+                 5: "limit_exceeded", 6: "device_unavailable", 7: "device_failure",
+                 8: "internal"}
+
+Info = collections.namedtuple("Info", "width height channels patch file_bytes")
+Info.__doc__ = "What an L3 header says: the image's size, its patch side, the file's bytes."
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("channels", ctypes.c_uint32), ("patch", ctypes.c_uint32),
+                ("file_bytes", ctypes.c_uint64)]
+
+
+class _BatchOptions(ctypes.Structure):
+    _fields_ = [("layout", ctypes.c_char_p), ("mean", ctypes.c_float * 4),
+                ("std", ctypes.c_float * 4), ("crop", ctypes.c_char_p),
+                ("crop_width", ctypes.c_uint32), ("crop_height", ctypes.c_uint32),
+                ("seed", ctypes.c_uint64)]
+
+
+class _Window(ctypes.Structure):
+    _fields_ = [("width", ctypes.c_uint32), ("height", ctypes.c_uint32),
+                ("channels", ctypes.c_uint32), ("crop_x", ctypes.c_uint32),
+                ("crop_y", ctypes.c_uint32), ("offset_bytes", ctypes.c_uint64)]
+
+
+def _load():
+    path = os.environ.get("DLPREP_L3_LIBRARY") or os.path.join(os.path.dirname(__file__),
+                                                               "libdlprep_l3.so")
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"dlprep_l3: cannot load {path} ({e}); build dlprep (cmake --build "
+                          "build) and import from build/python, or set DLPREP_L3_LIBRARY") from e
+    vp, sz, u32, u64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint64
+    pp = ctypes.POINTER(vp)
+    signatures = {
+        "dlprep_l3_api_version": (ctypes.c_int, []),
+        "dlprep_l3_last_error": (ctypes.c_char_p, []),
+        "dlprep_l3_inspect": (ctypes.c_int, [vp, sz, ctypes.POINTER(_Info)]),
+        "dlprep_l3_decode": (ctypes.c_int, [vp, sz, vp, sz, sz, ctypes.c_uint]),
+        "dlprep_l3_encode": (ctypes.c_int, [vp, u32, u32, u32, sz, u32, ctypes.c_uint, pp,
+                                            ctypes.POINTER(sz)]),
+        "dlprep_l3_free": (None, [vp]),
+        "dlprep_l3_batch_options_init": (None, [ctypes.POINTER(_BatchOptions)]),
+        "dlprep_l3_decoder_create": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint, pp]),
+        "dlprep_l3_decoder_destroy": (None, [vp]),
+        "dlprep_l3_decoder_device": (ctypes.c_char_p, [vp]),
+        "dlprep_l3_plan_create": (ctypes.c_int, [pp, ctypes.POINTER(sz), sz,
+                                                 ctypes.POINTER(_BatchOptions), pp]),
+        "dlprep_l3_plan_destroy": (None, [vp]),
+        "dlprep_l3_plan_count": (sz, [vp]),
+        "dlprep_l3_plan_output_bytes": (u64, [vp]),
+        "dlprep_l3_plan_element_bytes": (u32, [vp]),
+        "dlprep_l3_plan_window": (ctypes.c_int, [vp, sz, ctypes.POINTER(_Window)]),
+        "dlprep_l3_decode_batch": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz, vp, sz]),
+        "dlprep_l3_decode_batch_device": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz,
+                                                         pp]),
+        "dlprep_l3_tensor_data": (vp, [vp]),
+        "dlprep_l3_tensor_destroy": (None, [vp]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype, function.argtypes = restype, argtypes
+    if lib.dlprep_l3_api_version() != API_VERSION:
+        raise ImportError(f"dlprep_l3: {path} has API version {lib.dlprep_l3_api_version()}, "
+                          f"this module needs {API_VERSION}")
+    return lib
+
+
+_lib = _load()
+
+
+def _check(status):
+    if status != 0:
+        message = _lib.dlprep_l3_last_error().decode("utf-8", "replace")
+        raise Error(_STATUS_NAMES.get(status, "internal"), message)
+
+
+def _bytes_of(data):
+    """A uint8 view of a bytes-like object (bytes, bytearray, memoryview, mmap, uint8 array),
+    without a copy; keep it alive while the library reads it."""
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def info(data):
+    """The header of the L3 file in `data` (bytes-like), checked, as an Info; no pixel decode."""
+    view = _bytes_of(data)
+    result = _Info()
+    _check(_lib.dlprep_l3_inspect(view.ctypes.data, view.size, ctypes.byref(result)))
+    return Info(result.width, result.height, result.channels, result.patch, result.file_bytes)
+
+
+def decode(data, threads=1, out=None):
+    """Decodes the L3 file in `data` (bytes-like) into a (height, width, channels) uint8 array,
+    checking every patch; `threads` decode patches in parallel. `out`, if given, is a uint8
+    array of that shape to fill (its rows may be strided, as a slice of a larger array)."""
+    view = _bytes_of(data)
+    header = info(view)
+    shape = (header.height, header.width, header.channels)
+    if out is None:
+        out = np.empty(shape, dtype=np.uint8)
+    elif (out.dtype != np.uint8 or out.shape != shape or out.strides[1:] != (header.channels, 1)
+          or not out.flags.writeable):
+        raise ValueError(f"dlprep_l3.decode: out must be a writable uint8 array of shape {shape} "
+                         "whose pixels are contiguous within a row")
+    room = (shape[0] - 1) * out.strides[0] + shape[1] * shape[2]
+    _check(_lib.dlprep_l3_decode(view.ctypes.data, view.size, out.ctypes.data, room,
+                                 out.strides[0], threads))
+    return out
+
+
+def read(path, threads=1):
+    """decode() of the file at `path`."""
+    with open(path, "rb") as f:
+        return decode(f.read(), threads)
+
+
+def encode(image, patch=0, threads=1):
+    """Encodes a uint8 array of shape (height, width) or (height, width, channels), channels 1
+    to 4, into the bytes of an L3 file (lossless). `patch`: a power of two from 8 to 256, 0 for
+    the automatic size (by pixel count, as `dlprep l3 encode`)."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8 or image.ndim not in (2, 3):
+        raise ValueError("dlprep_l3.encode: the image must be a uint8 array of shape (height, "
+                         f"width) or (height, width, channels), not {image.dtype} {image.shape}")
+    if image.ndim == 2:
+        image = image[:, :, np.newaxis]
+    if image.strides[1:] != (image.shape[2], 1):
+        image = np.ascontiguousarray(image)
+    out, size = ctypes.c_void_p(), ctypes.c_size_t()
+    _check(_lib.dlprep_l3_encode(image.ctypes.data, image.shape[1], image.shape[0],
+                                 image.shape[2], image.strides[0], patch, threads,
+                                 ctypes.byref(out), ctypes.byref(size)))
+    try:
+        return ctypes.string_at(out, size.value)
+    finally:
+        _lib.dlprep_l3_free(out)
+
+
+_LAYOUT_DTYPES = {"nhwc-u8": (np.uint8, "|u1"), "nchw-f32": (np.float32, "<f4"),
+                  "nchw-f16": (np.float16, "<f2")}
+
+
+class _Handle:
+    """Owns one C object and destroys it once, when closed or collected."""
+
+    def __init__(self, pointer, destroy):
+        self.pointer, self._destroy = pointer, destroy
+
+    def close(self):
+        if self.pointer:
+            self._destroy(self.pointer)
+            self.pointer = None
+
+    def __del__(self):
+        self.close()
+
+
+class DeviceTensor:
+    """A batch tensor in GPU memory, shared without a copy through the CUDA array interface:
+    torch.as_tensor(t, device="cuda"), cupy.asarray(t), numba.cuda.as_cuda_array(t). The memory
+    is freed when the last object that refers to it (this one, or a tensor made from it) goes.
+    The decode that made it has finished, so any stream may read it."""
+
+    def __init__(self, owner, offset, shape, dtype, typestr):
+        self._owner = owner  # the _Handle of the dlprep_l3_tensor
+        self._offset = offset
+        self.shape, self.dtype, self._typestr = tuple(shape), np.dtype(dtype), typestr
+
+    @property
+    def __cuda_array_interface__(self):
+        base = _lib.dlprep_l3_tensor_data(self._owner.pointer)
+        return {"shape": self.shape, "typestr": self._typestr, "data": (base + self._offset, False),
+                "version": 3, "strides": None, "stream": None}
+
+    def __repr__(self):
+        return f"DeviceTensor(shape={self.shape}, dtype={self.dtype})"
+
+
+class BatchDecoder:
+    """Decodes batches of L3 files into one tensor. `device`: "auto" (CUDA when dlprep was built
+    with it and a GPU is present, else the CPU), "cpu" or "cuda"; the environment variable
+    DLPREP_FORCE_DEVICE=cpu|cuda overrides it. `threads`: the CPU backend's threads. One thread
+    at a time per decoder; .device says which backend runs."""
+
+    def __init__(self, device="auto", threads=1):
+        pointer = ctypes.c_void_p()
+        _check(_lib.dlprep_l3_decoder_create(device.encode(), threads, ctypes.byref(pointer)))
+        self._handle = _Handle(pointer.value, _lib.dlprep_l3_decoder_destroy)
+        self.device = _lib.dlprep_l3_decoder_device(self._handle.pointer).decode()
+
+    def close(self):
+        """Frees the decoder's memory now (tensors it returned stay valid)."""
+        self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def decode(self, files, layout="nhwc-u8", mean=None, std=None, crop=None,
+               crop_mode="center", seed=0, output="host"):
+        """Decodes `files` (bytes-like L3 files) into one tensor.
+
+        layout: "nhwc-u8" (N, H, W, C) uint8, "nchw-f32" (N, C, H, W) float32 or "nchw-f16"
+            (N, C, H, W) float16, whose elements are (x - mean[c]) / std[c].
+        mean, std: per channel (up to 4 values), float layouts only.
+        crop: None (whole images), (width, height) or one side for a square, cut at the centre
+            ("center") or at a place drawn from `seed` ("random": the same seed cuts the same
+            windows on every device; pass a new seed per batch).
+        output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
+
+        Images of different sizes (without a crop) give a list of arrays, one per image, that
+        share one buffer. Every patch is checked; the first damaged one raises Error naming
+        its image."""
+        if layout not in _LAYOUT_DTYPES:
+            raise Error("invalid_argument", f"unknown layout '{layout}' (nhwc-u8, nchw-f32, "
+                        "nchw-f16)")
+        if output not in ("host", "device"):
+            raise Error("invalid_argument", f"unknown output '{output}' (host, device)")
+        if output == "device" and self.device != "cuda":
+            raise Error("device_unavailable", "output='device' needs the CUDA backend; this "
+                        f"decoder runs on the {self.device}")
+        views = [_bytes_of(f) for f in files]
+        count = len(views)
+        pointers = (ctypes.c_void_p * max(count, 1))(*[v.ctypes.data for v in views])
+        sizes = (ctypes.c_size_t * max(count, 1))(*[v.size for v in views])
+        options = self._options(layout, mean, std, crop, crop_mode, seed)
+        plan_pointer = ctypes.c_void_p()
+        _check(_lib.dlprep_l3_plan_create(pointers, sizes, count, ctypes.byref(options),
+                                          ctypes.byref(plan_pointer)))
+        plan = _Handle(plan_pointer.value, _lib.dlprep_l3_plan_destroy)
+        try:
+            windows = []
+            for i in range(count):
+                window = _Window()
+                _check(_lib.dlprep_l3_plan_window(plan.pointer, i, ctypes.byref(window)))
+                windows.append(window)
+            total = _lib.dlprep_l3_plan_output_bytes(plan.pointer)
+            if output == "device":
+                tensor = ctypes.c_void_p()
+                _check(_lib.dlprep_l3_decode_batch_device(self._handle.pointer, plan.pointer,
+                                                          pointers, sizes, count,
+                                                          ctypes.byref(tensor)))
+                owner = _Handle(tensor.value, _lib.dlprep_l3_tensor_destroy)
+                return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
+                                   DeviceTensor(owner, offset, shape, dtype, typestr))
+            buffer = np.empty(total, dtype=np.uint8)
+            _check(_lib.dlprep_l3_decode_batch(self._handle.pointer, plan.pointer, pointers,
+                                               sizes, count, buffer.ctypes.data, total))
+            return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
+                               buffer[offset:].view(dtype)[:int(np.prod(shape))].reshape(shape))
+        finally:
+            plan.close()
+
+    def _options(self, layout, mean, std, crop, crop_mode, seed):
+        options = _BatchOptions()
+        _lib.dlprep_l3_batch_options_init(ctypes.byref(options))
+        options.layout = layout.encode()
+        for name, values in (("mean", mean), ("std", std)):
+            if values is None:
+                continue
+            values = [float(v) for v in np.atleast_1d(values)]
+            if not 1 <= len(values) <= 4:
+                raise Error("invalid_argument", f"{name} has {len(values)} values; 1 to 4, one "
+                            "per channel")
+            target = getattr(options, name)
+            for c, v in enumerate(values):
+                target[c] = v
+        if crop is not None:
+            width, height = (crop, crop) if np.isscalar(crop) else crop
+            if crop_mode not in ("center", "random"):
+                raise Error("invalid_argument", f"unknown crop_mode '{crop_mode}' (center, "
+                            "random)")
+            options.crop = crop_mode.encode()
+            options.crop_width, options.crop_height = int(width), int(height)
+            options.seed = int(seed)
+        return options
+
+    @staticmethod
+    def _shape(windows, layout, make):
+        """One (N, ...) tensor when every window has the same shape, else a list of N."""
+        dtype, typestr = _LAYOUT_DTYPES[layout]
+
+        def window_shape(w):
+            if layout == "nhwc-u8":
+                return (w.height, w.width, w.channels)
+            return (w.channels, w.height, w.width)
+
+        shapes = [window_shape(w) for w in windows]
+        if shapes and all(s == shapes[0] for s in shapes):
+            return make(windows[0].offset_bytes, (len(shapes),) + shapes[0], dtype, typestr)
+        return [make(w.offset_bytes, s, dtype, typestr) for w, s in zip(windows, shapes)]
+
+
+def webdataset_decoder(key, data):
+    """A handler for WebDataset's .decode(): an "l3" member (key "l3" or "*.l3") becomes a
+    (height, width, channels) uint8 array; any other key is left to the next handler.
+        dataset = webdataset.WebDataset(urls).decode(dlprep_l3.webdataset_decoder, "rgb")"""
+    if key.lower().rsplit(".", 1)[-1] != "l3":
+        return None
+    return decode(data)

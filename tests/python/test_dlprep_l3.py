@@ -1,0 +1,284 @@
+"""The Python module dlprep_l3 (python/dlprep_l3) against the dlprep CLI and NumPy.
+
+Run by ctest with PYTHONPATH at build/python; the CLI's path in DLPREP, sample_data/ in
+SAMPLE_DATA, a scratch folder in SCRATCH. The CUDA case runs for real where a GPU is present
+and prints why it skipped where not.
+"""
+
+import glob
+import os
+import random
+import shutil
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+import dlprep_l3
+
+DLPREP = os.environ["DLPREP"]
+SAMPLES = sorted(glob.glob(os.path.join(os.environ["SAMPLE_DATA"], "images", "*.png")))
+SCRATCH = os.environ["SCRATCH"]
+
+
+def dlprep(*args):
+    subprocess.run([DLPREP, "-q", *args], check=True)
+
+
+def load_png(path):
+    from PIL import Image  # here, so that the GPU machine's Python runs Batches without PIL
+    return np.asarray(Image.open(path))
+
+
+def mixed_image(height, width, channels, seed):
+    """Smooth ramps plus noise: every predictor and width code of L3 occurs."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    ramp = (x[..., None] * np.arange(1, channels + 1) + 3 * y[..., None]) % 256
+    return ((ramp + rng.integers(0, 24, (height, width, channels))) % 256).astype(np.uint8)
+
+
+def setUpModule():
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    os.makedirs(SCRATCH)
+
+
+class SingleImages(unittest.TestCase):
+    def test_decode_equals_the_source_and_the_cli_decode(self):
+        for png in SAMPLES:
+            with self.subTest(png=png):
+                l3 = os.path.join(SCRATCH, os.path.basename(png) + ".l3")
+                npy = l3 + ".npy"
+                dlprep("l3", "encode", png, "-o", l3)
+                dlprep("l3", "decode", l3, "-o", npy, "--to", "npy")
+                image = dlprep_l3.read(l3, threads=2)
+                source = load_png(png)
+                self.assertEqual(image.dtype, np.uint8)
+                np.testing.assert_array_equal(image.reshape(source.shape), source)
+                np.testing.assert_array_equal(image, np.load(npy))
+
+    def test_encode_writes_the_cli_bytes(self):
+        png = SAMPLES[0]
+        l3 = os.path.join(SCRATCH, "cli.l3")
+        dlprep("l3", "encode", png, "-o", l3)
+        with open(l3, "rb") as f:
+            expected = f.read()
+        self.assertEqual(dlprep_l3.encode(load_png(png)), expected)
+
+    def test_every_channel_count_round_trips_at_every_patch_size(self):
+        for channels in (1, 2, 3, 4):
+            for patch in (0, 8, 64, 256):
+                with self.subTest(channels=channels, patch=patch):
+                    image = mixed_image(37, 101, channels, channels)
+                    data = dlprep_l3.encode(image, patch=patch, threads=2)
+                    header = dlprep_l3.info(data)
+                    self.assertEqual((header.height, header.width, header.channels),
+                                     image.shape)
+                    self.assertEqual(header.file_bytes, len(data))
+                    if patch:
+                        self.assertEqual(header.patch, patch)
+                    np.testing.assert_array_equal(dlprep_l3.decode(data), image)
+
+    def test_gray_strided_and_other_buffer_inputs(self):
+        gray = mixed_image(40, 60, 1, 5)[:, :, 0]
+        data = dlprep_l3.encode(gray)
+        np.testing.assert_array_equal(dlprep_l3.decode(data), gray[:, :, None])
+        wide = mixed_image(40, 120, 3, 6)
+        view = wide[::2, 10:70]  # rows 2 apart, not contiguous
+        np.testing.assert_array_equal(dlprep_l3.decode(dlprep_l3.encode(view)), view)
+        for wrapped in (bytearray(data), memoryview(data), np.frombuffer(data, np.uint8)):
+            np.testing.assert_array_equal(dlprep_l3.decode(wrapped), gray[:, :, None])
+
+    def test_decode_into_a_slice_of_a_larger_array(self):
+        image = mixed_image(30, 50, 3, 7)
+        canvas = np.zeros((40, 70, 3), np.uint8)
+        dlprep_l3.decode(dlprep_l3.encode(image), out=canvas[5:35, 10:60])
+        np.testing.assert_array_equal(canvas[5:35, 10:60], image)
+        self.assertEqual(int(canvas[:5].sum()) + int(canvas[35:].sum()), 0)
+        self.assertEqual(int(canvas[:, :10].sum()) + int(canvas[:, 60:].sum()), 0)
+        with self.assertRaises(ValueError):
+            dlprep_l3.decode(dlprep_l3.encode(image), out=canvas)
+
+    def test_bad_input_raises_an_error_with_the_reason(self):
+        data = dlprep_l3.encode(mixed_image(64, 64, 3, 8))
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.decode(data[:-1])
+        self.assertEqual(caught.exception.status, "corrupt_data")
+        self.assertIn("truncated", str(caught.exception))
+        damaged = bytearray(data)
+        damaged[-3] ^= 0x40
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.decode(damaged)
+        self.assertIn("checksum mismatch", str(caught.exception))
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.encode(np.zeros((4, 4, 5), np.uint8))
+        self.assertEqual(caught.exception.status, "unsupported")
+        with self.assertRaises(ValueError):
+            dlprep_l3.encode(np.zeros((4, 4), np.float32))
+        with self.assertRaises(dlprep_l3.Error):
+            dlprep_l3.encode(np.zeros((8, 8), np.uint8), patch=12)
+
+    def test_hostile_bytes_decode_or_raise_never_crash(self):
+        """Random damage through the C boundary (the sanitizer build checks the memory)."""
+        rng = random.Random(1)
+        original = dlprep_l3.encode(mixed_image(70, 90, 3, 9), patch=16)
+        outcomes = {"decoded": 0, "refused": 0}
+        for _ in range(300):
+            data = bytearray(original)
+            kind = rng.randrange(4)
+            if kind == 0:
+                del data[rng.randrange(len(data)):]
+            elif kind == 1:
+                for _ in range(rng.randrange(1, 8)):
+                    data[rng.randrange(len(data))] = rng.randrange(256)
+            elif kind == 2:
+                data[rng.randrange(64)] ^= 1 << rng.randrange(8)
+            else:
+                data += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+            try:
+                image = dlprep_l3.decode(data)
+                self.assertEqual(image.shape, (70, 90, 3))
+                outcomes["decoded"] += 1
+            except dlprep_l3.Error:
+                outcomes["refused"] += 1
+            try:
+                dlprep_l3.BatchDecoder("cpu").decode([original, data], layout="nchw-f16")
+            except dlprep_l3.Error as e:
+                self.assertTrue(str(e).startswith("image 1: "), str(e))
+        self.assertGreater(outcomes["refused"], 200)
+
+    def test_webdataset_handler_takes_l3_members_only(self):
+        image = mixed_image(20, 30, 3, 10)
+        data = dlprep_l3.encode(image)
+        np.testing.assert_array_equal(dlprep_l3.webdataset_decoder("l3", data), image)
+        np.testing.assert_array_equal(dlprep_l3.webdataset_decoder("left.L3", data), image)
+        self.assertIsNone(dlprep_l3.webdataset_decoder("jpg", b"\xff\xd8"))
+        self.assertIsNone(dlprep_l3.webdataset_decoder("cls", b"3"))
+
+    def test_a_converted_dataset_reads_with_the_documented_loader(self):
+        """man dlprep-convert-dataset's loader, with dlprep_l3 for the l3 samples."""
+        import json
+        for layout in ([], ["--shards", "1M"]):
+            with self.subTest(layout=layout):
+                ds = os.path.join(SCRATCH, "ds" + ("-tar" if layout else ""))
+                dlprep("convert-dataset", os.path.join(os.environ["SAMPLE_DATA"], "images"), ds,
+                       "--to", "l3", *layout)
+                seen = 0
+                for line in open(os.path.join(ds, "samples.jsonl")):
+                    r = json.loads(line)
+                    with open(os.path.join(ds, r["location"]), "rb") as f:
+                        f.seek(r.get("offset", 0))
+                        image = dlprep_l3.decode(f.read(r["bytes"]))
+                    self.assertEqual(image.shape, (r["height"], r["width"], r["channels"]))
+                    seen += 1
+                self.assertEqual(seen, len(os.listdir(os.path.join(os.environ["SAMPLE_DATA"],
+                                                                  "images"))))
+
+    def test_a_missing_library_fails_the_import_with_what_to_do(self):
+        result = subprocess.run([sys.executable, "-c", "import dlprep_l3"], capture_output=True,
+                                text=True, env={**os.environ, "DLPREP_L3_LIBRARY": "/nonexistent.so"})
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("cannot load /nonexistent.so", result.stderr)
+        self.assertIn("DLPREP_L3_LIBRARY", result.stderr)
+
+
+class Batches(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.images = [mixed_image(48, 64, 3, s) for s in range(4)]
+        cls.files = [dlprep_l3.encode(im, patch=16) for im in cls.images]
+        cls.decoder = dlprep_l3.BatchDecoder("cpu", threads=2)
+
+    def test_nhwc_batch_is_the_images_stacked(self):
+        batch = self.decoder.decode(self.files)
+        self.assertEqual(self.decoder.device, "cpu")
+        self.assertEqual(batch.shape, (4, 48, 64, 3))
+        np.testing.assert_array_equal(batch, np.stack(self.images))
+
+    def test_float_layouts_normalise_as_documented(self):
+        mean, std = [120.5, 110, 100], [60, 55.5, 3]
+        batch = self.decoder.decode(self.files, layout="nchw-f32", mean=mean, std=std)
+        self.assertEqual((batch.shape, batch.dtype), ((4, 3, 48, 64), np.float32))
+        x = np.stack(self.images).transpose(0, 3, 1, 2).astype(np.float32)
+        scale = np.float32(1) / np.asarray(std, np.float32)
+        expected = (x - np.asarray(mean, np.float32)[:, None, None]) * scale[:, None, None]
+        np.testing.assert_array_equal(batch, expected)
+        half = self.decoder.decode(self.files, layout="nchw-f16", mean=mean, std=std)
+        self.assertEqual(half.dtype, np.float16)
+        np.testing.assert_array_equal(half, expected.astype(np.float16))
+
+    def test_crops_cut_the_documented_windows(self):
+        centre = self.decoder.decode(self.files, crop=(30, 20))
+        np.testing.assert_array_equal(centre, np.stack(self.images)[:, 14:34, 17:47])
+        square = self.decoder.decode(self.files, crop=32)
+        self.assertEqual(square.shape, (4, 32, 32, 3))
+        a = self.decoder.decode(self.files, crop=(30, 20), crop_mode="random", seed=5)
+        b = self.decoder.decode(self.files, crop=(30, 20), crop_mode="random", seed=5)
+        np.testing.assert_array_equal(a, b)
+        for window, image in zip(a, self.images):
+            self.assertTrue(any((window == image[y:y + 20, x:x + 30]).all()
+                                for y in range(29) for x in range(35)))
+
+    def test_images_of_different_sizes_come_back_as_a_list(self):
+        small = mixed_image(20, 24, 1, 11)
+        batch = self.decoder.decode([self.files[0], dlprep_l3.encode(small)])
+        self.assertIsInstance(batch, list)
+        np.testing.assert_array_equal(batch[0], self.images[0])
+        np.testing.assert_array_equal(batch[1], small)
+
+    def test_bad_batches_and_options_are_named(self):
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            self.decoder.decode([self.files[0], self.files[1][:100]])
+        self.assertTrue(str(caught.exception).startswith("image 1: "))
+        for kwargs in ({"layout": "nhwc-f64"}, {"mean": [1, 2, 3]}, {"layout": "nchw-f32",
+                       "std": [1, 0, 1]}, {"crop": 65}, {"crop": 8, "crop_mode": "corner"},
+                       {"layout": "nchw-f32", "mean": [1] * 5}, {"output": "gpu"}):
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(dlprep_l3.Error) as caught:
+                    self.decoder.decode(self.files, **kwargs)
+                self.assertEqual(caught.exception.status, "invalid_argument")
+
+    def test_the_device_can_be_forced_and_named(self):
+        os.environ["DLPREP_FORCE_DEVICE"] = "cpu"
+        try:
+            self.assertEqual(dlprep_l3.BatchDecoder("auto").device, "cpu")
+        finally:
+            del os.environ["DLPREP_FORCE_DEVICE"]
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.BatchDecoder("tpu")
+        self.assertEqual(caught.exception.status, "invalid_argument")
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            self.decoder.decode(self.files, output="device")
+        self.assertEqual(caught.exception.status, "device_unavailable")
+
+    def test_cuda_equals_cpu_and_shares_its_tensor(self):
+        try:
+            gpu = dlprep_l3.BatchDecoder("cuda")
+        except dlprep_l3.Error as e:
+            self.assertEqual(e.status, "device_unavailable")
+            print(f"\nskipped the CUDA case: {e}", file=sys.stderr)
+            return
+        with gpu:
+            for layout in ("nhwc-u8", "nchw-f32", "nchw-f16"):
+                kwargs = {"layout": layout, "crop": (40, 40), "crop_mode": "random", "seed": 3}
+                if layout != "nhwc-u8":
+                    kwargs.update(mean=[1, 2, 3], std=[4, 5, 6])
+                np.testing.assert_array_equal(gpu.decode(self.files, **kwargs),
+                                              self.decoder.decode(self.files, **kwargs))
+            tensor = gpu.decode(self.files, output="device")
+            interface = tensor.__cuda_array_interface__
+            self.assertEqual((interface["shape"], interface["typestr"]), ((4, 48, 64, 3), "|u1"))
+            try:
+                import torch
+            except ImportError:
+                print("\nno torch: the device tensor's contents are not read back",
+                      file=sys.stderr)
+                return
+            shared = torch.as_tensor(tensor, device="cuda")
+            del tensor  # torch keeps the memory alive
+            np.testing.assert_array_equal(shared.cpu().numpy(), np.stack(self.images))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -54,12 +54,13 @@ dlprep_status dlprep_l3_inspect(const void* file, size_t size, dlprep_l3_info* i
 /* Decodes a whole file into `out`: height rows of width x channels bytes (HWC, uint8), each row
  * `row_stride` bytes after the last (0: rows back to back). `out_size` is the room at `out`.
  * Every patch's checks run before the call returns; on failure `out` holds garbage.
- * `threads` (0 = 1) decode patches in parallel. */
+ * `threads` (0 = 1, at most 4096) decode patches in parallel. */
 dlprep_status dlprep_l3_decode(const void* file, size_t size, void* out, size_t out_size,
                                size_t row_stride, unsigned threads);
 
 /* Encodes an 8-bit HWC image of 1-4 channels losslessly (rows `row_stride` bytes apart; 0 =
- * back to back). `patch` is a power of two from 8 to 256, 0 for the automatic size. On success
+ * back to back). `patch` is a power of two from 8 to 256, 0 for the automatic size; `threads`
+ * as for dlprep_l3_decode(). On success
  * *out holds *out_size bytes that the caller frees with dlprep_l3_free(). */
 dlprep_status dlprep_l3_encode(const void* pixels, uint32_t width, uint32_t height,
                                uint32_t channels, size_t row_stride, uint32_t patch,
@@ -88,7 +89,7 @@ typedef struct dlprep_l3_decoder dlprep_l3_decoder;
 
 /* `device`: "auto" (CUDA when built in and a GPU is present, else the CPU), "cpu" or "cuda";
  * the environment variable DLPREP_FORCE_DEVICE=cpu|cuda overrides it, as for the CLI.
- * `cpu_threads` (0 = 1) is used by the CPU backend. */
+ * `cpu_threads` (0 = 1, at most 4096) is used by the CPU backend. */
 dlprep_status dlprep_l3_decoder_create(const char* device, unsigned cpu_threads,
                                        dlprep_l3_decoder** decoder);
 void dlprep_l3_decoder_destroy(dlprep_l3_decoder* decoder);

@@ -84,6 +84,15 @@ void require(bool condition, const char* message) {
   if (!condition) throw Error(Errc::invalid_argument, message);
 }
 
+// 0 means 1; more than the CLI's -j takes is refused (each is a thread started per call).
+unsigned thread_count(unsigned threads) {
+  constexpr unsigned kMaxThreads = 4096;
+  if (threads > kMaxThreads)
+    throw Error(Errc::invalid_argument, "threads: " + std::to_string(threads) + " is more than " +
+                                            std::to_string(kMaxThreads));
+  return threads == 0 ? 1 : threads;
+}
+
 ByteSpan file_span(const void* file, size_t size) {
   require(file != nullptr || size == 0, "the file is a null pointer");
   return {static_cast<const uint8_t*>(file), size};
@@ -163,8 +172,7 @@ dlprep_status dlprep_l3_decode(const void* file, size_t size, void* out, size_t 
     if (out_size < needed)
       throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
                                               " bytes; the image needs " + std::to_string(needed));
-    dlprep::l3::decode_into(bytes, static_cast<uint8_t*>(out), row_stride,
-                            threads == 0 ? 1 : threads);
+    dlprep::l3::decode_into(bytes, static_cast<uint8_t*>(out), row_stride, thread_count(threads));
   });
 }
 
@@ -182,7 +190,7 @@ dlprep_status dlprep_l3_encode(const void* pixels, uint32_t width, uint32_t heig
       std::memcpy(image.row(y), static_cast<const uint8_t*>(pixels) + y * row_stride,
                   image.row_bytes());
     const dlprep::Bytes encoded =
-        dlprep::l3::encode(image, {.patch = patch, .threads = threads == 0 ? 1 : threads});
+        dlprep::l3::encode(image, {.patch = patch, .threads = thread_count(threads)});
     void* copy = std::malloc(encoded.size());
     if (copy == nullptr) throw std::bad_alloc();
     std::memcpy(copy, encoded.data(), encoded.size());
@@ -209,7 +217,7 @@ dlprep_status dlprep_l3_decoder_create(const char* device, unsigned cpu_threads,
     auto made = std::make_unique<dlprep_l3_decoder>();
     made->decoder = dlprep::l3::make_batch_decoder(
         dlprep::l3::parse_decode_device(device == nullptr ? "auto" : device),
-        cpu_threads == 0 ? 1 : cpu_threads);
+        thread_count(cpu_threads));
     made->device = std::string(made->decoder->device_name());
     *decoder = made.release();
   });

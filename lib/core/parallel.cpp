@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -47,7 +48,12 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   };
   std::vector<std::thread> pool;
   pool.reserve(workers - 1);
-  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  try {
+    for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    // The system gave fewer threads than asked (a process or memory limit): the ones it gave,
+    // and this one, do all the work.
+  }
   work();
   for (auto& t : pool) t.join();
   if (lowest_error) std::rethrow_exception(lowest_error);

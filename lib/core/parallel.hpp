@@ -10,7 +10,8 @@ namespace dlprep {
 unsigned hardware_threads() noexcept;
 
 /// Calls fn(i) for every i in [0, count) on up to `threads` threads (the caller's thread counts as
-/// one). Items are handed out one at a time, so uneven items balance. If any call throws, items
+/// one; fewer when the system cannot start more). Items are handed out one at a time, so uneven
+/// items balance. If any call throws, items
 /// after it are no longer started once that is known, and the exception of the lowest item that
 /// threw is rethrown here: the one a loop in order would have met first, on every run.
 void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& fn);

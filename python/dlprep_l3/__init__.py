@@ -6,9 +6,10 @@ this file by the dlprep build, and needs NumPy only:
     >>> import dlprep_l3
     >>> image = dlprep_l3.read("photo.l3")              # (height, width, channels) uint8
     >>> data = dlprep_l3.encode(image)                  # bytes of an L3 file
+    >>> dlprep_l3.write("copy.l3", image)                # the same, into a file
     >>> with dlprep_l3.BatchDecoder("auto") as decoder:  # CUDA when there is a GPU
-    ...     batch = decoder.decode([data] * 8, layout="nchw-f32", mean=[124, 116, 104],
-    ...                            std=[58, 57, 57], crop=(224, 224))   # (8, 3, 224, 224)
+    ...     batch = decoder.decode([data] * 8, layout="nchw-f32", mean=[123.675, 116.28, 103.53],
+    ...                            std=[58.395, 57.12, 57.375], crop=224)   # (8, 3, 224, 224)
 
 Every failure raises dlprep_l3.Error, whose message says what is wrong and, in a batch, which
 image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arrays are HWC uint8 for one
@@ -17,12 +18,16 @@ image, gray ones included (channels 1); a batch is NHWC uint8 or NCHW float32/fl
 
 import collections
 import ctypes
+import operator
 import os
+import random
+import tempfile
+import threading
 
 import numpy as np
 
-__all__ = ["Error", "Info", "info", "decode", "read", "encode", "BatchDecoder", "DeviceTensor",
-           "webdataset_decoder"]
+__all__ = ["Error", "Info", "info", "decode", "read", "encode", "write", "BatchDecoder",
+           "DeviceTensor", "webdataset_decoder"]
 
 API_VERSION = 1
 
@@ -34,6 +39,9 @@ class Error(Exception):
     def __init__(self, status, message):
         super().__init__(message)
         self.status = status
+
+    def __reduce__(self):  # crosses process boundaries (multiprocessing, concurrent.futures)
+        return (Error, (self.status, str(self)))
 
 
 _STATUS_NAMES = {1: "invalid_argument", 2: "io", 3: "corrupt_data", 4: "unsupported",
@@ -124,6 +132,13 @@ def _bytes_of(data):
     return np.frombuffer(data, dtype=np.uint8)
 
 
+def _threads(threads):
+    threads = operator.index(threads)
+    if not 0 <= threads <= 4096:
+        raise ValueError(f"dlprep_l3: threads must be 0 to 4096, not {threads}")
+    return threads
+
+
 def info(data):
     """The header of the L3 file in `data` (bytes-like), checked, as an Info; no pixel decode."""
     view = _bytes_of(data)
@@ -141,13 +156,14 @@ def decode(data, threads=1, out=None):
     shape = (header.height, header.width, header.channels)
     if out is None:
         out = np.empty(shape, dtype=np.uint8)
-    elif (out.dtype != np.uint8 or out.shape != shape or out.strides[1:] != (header.channels, 1)
-          or not out.flags.writeable):
+    elif (not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.shape != shape
+          or out.strides[1:] != (header.channels, 1)
+          or out.strides[0] < header.width * header.channels or not out.flags.writeable):
         raise ValueError(f"dlprep_l3.decode: out must be a writable uint8 array of shape {shape} "
-                         "whose pixels are contiguous within a row")
+                         "whose pixels are contiguous within a row, rows top to bottom")
     room = (shape[0] - 1) * out.strides[0] + shape[1] * shape[2]
     _check(_lib.dlprep_l3_decode(view.ctypes.data, view.size, out.ctypes.data, room,
-                                 out.strides[0], threads))
+                                 out.strides[0], _threads(threads)))
     return out
 
 
@@ -167,16 +183,49 @@ def encode(image, patch=0, threads=1):
                          f"width) or (height, width, channels), not {image.dtype} {image.shape}")
     if image.ndim == 2:
         image = image[:, :, np.newaxis]
-    if image.strides[1:] != (image.shape[2], 1):
+    if max(image.shape) > 0xFFFFFFFF:
+        raise Error("limit_exceeded", f"an image of shape {image.shape} is too large for L3")
+    row_bytes = image.shape[1] * image.shape[2]
+    # The library takes rows of contiguous pixels, top to bottom and apart (a broadcast or
+    # flipped view is copied first).
+    if image.strides[1:] != (image.shape[2], 1) or image.strides[0] < row_bytes:
         image = np.ascontiguousarray(image)
     out, size = ctypes.c_void_p(), ctypes.c_size_t()
     _check(_lib.dlprep_l3_encode(image.ctypes.data, image.shape[1], image.shape[0],
-                                 image.shape[2], image.strides[0], patch, threads,
-                                 ctypes.byref(out), ctypes.byref(size)))
+                                 image.shape[2], image.strides[0], operator.index(patch),
+                                 _threads(threads), ctypes.byref(out), ctypes.byref(size)))
     try:
         return ctypes.string_at(out, size.value)
     finally:
         _lib.dlprep_l3_free(out)
+
+
+def write(path, image, patch=0, threads=1):
+    """encode() into the file at `path`, atomically: a temporary file in the same folder,
+    renamed over `path` once complete (a failure leaves no file and an older one unchanged)."""
+    data = encode(image, patch, threads)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".dlprep-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _umask():
+    """The process's umask, read without setting it (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    return 0o022
 
 
 _LAYOUT_DTYPES = {"nhwc-u8": (np.uint8, "|u1"), "nchw-f32": (np.float32, "<f4"),
@@ -226,14 +275,22 @@ class BatchDecoder:
     at a time per decoder; .device says which backend runs."""
 
     def __init__(self, device="auto", threads=1):
+        if not isinstance(device, str):
+            raise TypeError(f"dlprep_l3: device must be a str, not {type(device).__name__}")
         pointer = ctypes.c_void_p()
-        _check(_lib.dlprep_l3_decoder_create(device.encode(), threads, ctypes.byref(pointer)))
+        _check(_lib.dlprep_l3_decoder_create(device.encode(), _threads(threads),
+                                             ctypes.byref(pointer)))
         self._handle = _Handle(pointer.value, _lib.dlprep_l3_decoder_destroy)
         self.device = _lib.dlprep_l3_decoder_device(self._handle.pointer).decode()
+        # The library releases the GIL while it decodes: calls from several threads take turns
+        # (a decoder's buffers, and its CUDA stream, serve one batch at a time), and close()
+        # waits for the batch in progress.
+        self._lock = threading.Lock()
 
     def close(self):
         """Frees the decoder's memory now (tensors it returned stay valid)."""
-        self._handle.close()
+        with self._lock:
+            self._handle.close()
 
     def __enter__(self):
         return self
@@ -242,16 +299,22 @@ class BatchDecoder:
         self.close()
 
     def decode(self, files, layout="nhwc-u8", mean=None, std=None, crop=None,
-               crop_mode="center", seed=0, output="host"):
+               crop_mode="center", seed=None, output="host", out=None):
         """Decodes `files` (bytes-like L3 files) into one tensor.
 
         layout: "nhwc-u8" (N, H, W, C) uint8, "nchw-f32" (N, C, H, W) float32 or "nchw-f16"
             (N, C, H, W) float16, whose elements are (x - mean[c]) / std[c].
-        mean, std: per channel (up to 4 values), float layouts only.
-        crop: None (whole images), (width, height) or one side for a square, cut at the centre
-            ("center") or at a place drawn from `seed` ("random": the same seed cuts the same
-            windows on every device; pass a new seed per batch).
+        mean, std: per channel (up to 4 values; one value serves every channel), float layouts
+            only, in the units of the pixels (0 to 255): ImageNet's are mean=[123.675, 116.28,
+            103.53], std=[58.395, 57.12, 57.375].
+        crop: None (whole images), (height, width) as in torchvision and DALI, or one side for
+            a square; cut at the centre ("center") or at random ("random"): at places drawn
+            anew for every call, or from `seed` when one is given (the same seed cuts the same
+            windows on every device and every run).
         output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
+        out: host output only: a C-contiguous writable array of at least the tensor's bytes to
+            decode into, reused from batch to batch as a loader's buffer pool would (a new
+            tensor of a big batch costs its page faults every time); the result is a view of it.
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch is checked; the first damaged one raises Error naming
@@ -261,9 +324,17 @@ class BatchDecoder:
                         "nchw-f16)")
         if output not in ("host", "device"):
             raise Error("invalid_argument", f"unknown output '{output}' (host, device)")
+        if output == "device" and out is not None:
+            raise Error("invalid_argument", "out is for output='host'")
         if output == "device" and self.device != "cuda":
             raise Error("device_unavailable", "output='device' needs the CUDA backend; this "
                         f"decoder runs on the {self.device}")
+        with self._lock:
+            if not self._handle.pointer:
+                raise Error("invalid_argument", "the decoder is closed")
+            return self._decode(files, layout, mean, std, crop, crop_mode, seed, output, out)
+
+    def _decode(self, files, layout, mean, std, crop, crop_mode, seed, output, out):
         views = [_bytes_of(f) for f in files]
         count = len(views)
         pointers = (ctypes.c_void_p * max(count, 1))(*[v.ctypes.data for v in views])
@@ -288,7 +359,14 @@ class BatchDecoder:
                 owner = _Handle(tensor.value, _lib.dlprep_l3_tensor_destroy)
                 return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
                                    DeviceTensor(owner, offset, shape, dtype, typestr))
-            buffer = np.empty(total, dtype=np.uint8)
+            if out is None:
+                buffer = np.empty(total, dtype=np.uint8)
+            elif (not isinstance(out, np.ndarray) or not out.flags.c_contiguous
+                  or not out.flags.writeable or out.nbytes < total):
+                raise ValueError(f"dlprep_l3: out must be a C-contiguous writable array of at "
+                                 f"least {total} bytes")
+            else:
+                buffer = out.reshape(-1).view(np.uint8)
             _check(_lib.dlprep_l3_decode_batch(self._handle.pointer, plan.pointer, pointers,
                                                sizes, count, buffer.ctypes.data, total))
             return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
@@ -307,17 +385,22 @@ class BatchDecoder:
             if not 1 <= len(values) <= 4:
                 raise Error("invalid_argument", f"{name} has {len(values)} values; 1 to 4, one "
                             "per channel")
+            if len(values) == 1:
+                values *= 4
             target = getattr(options, name)
             for c, v in enumerate(values):
                 target[c] = v
         if crop is not None:
-            width, height = (crop, crop) if np.isscalar(crop) else crop
+            height, width = (crop, crop) if np.isscalar(crop) else crop
+            height, width = operator.index(height), operator.index(width)
+            if not (0 < height <= 65535 and 0 < width <= 65535):
+                raise Error("invalid_argument", f"crop ({height}, {width}): each side 1 to 65535")
             if crop_mode not in ("center", "random"):
                 raise Error("invalid_argument", f"unknown crop_mode '{crop_mode}' (center, "
                             "random)")
             options.crop = crop_mode.encode()
-            options.crop_width, options.crop_height = int(width), int(height)
-            options.seed = int(seed)
+            options.crop_width, options.crop_height = width, height
+            options.seed = random.getrandbits(64) if seed is None else operator.index(seed) % 2**64
         return options
 
     @staticmethod

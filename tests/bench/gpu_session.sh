@@ -206,7 +206,7 @@ ensure_built() {
   local t
   for t in "$B/dlprep" "$B/tests/cuda/l3_decode_cuda_test" "$B/tests/cuda/criteo_preprocess_cuda_test" \
            "$B/criteo_bench" "$B/tests/fuzz/fuzz_criteo_cuda_replay" "${PYTHON_MODULE[@]/#/$B/}"; do
-    [[ -x $t ]] || { step_build; return; }
+    [[ -f $t ]] || { step_build; return; }
   done
 }
 

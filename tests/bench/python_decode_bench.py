@@ -8,7 +8,8 @@ sample_data/images. Each PNG is encoded to L3 in memory; both decoders' pixels a
 before anything is timed. Then, over the whole set, median of R runs after one warm-up:
   1 thread:  dlprep_l3.decode(l3) against numpy.asarray(PIL.Image.open(png)), image by image;
   T threads: a thread pool over the images (both release the GIL while they decode), and
-             BatchDecoder("cpu", T).decode(all files) into one NHWC tensor.
+             BatchDecoder("cpu", T).decode(all files) into one NHWC tensor (allocated once;
+             Pillow's images stacked into it).
 Figures: images/s and MB/s of decoded pixels (10^6 bytes), and L3's speed-up over Pillow. This is
 what a PyTorch DataLoader worker pays per image through this module, overhead included.
 """
@@ -87,10 +88,14 @@ def main():
             if not np.array_equal(batch.reshape((len(sources),) + sources[0].shape),
                                   np.stack(sources)):
                 sys.exit("python_decode_bench: the batch tensor differs from the PNGs' pixels")
+            # Both into one tensor allocated once, as a loader's buffer pool would: a new one
+            # of this size costs its page faults at every batch.
+            tensor = np.empty_like(batch)
             with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
                 row(f"{args.threads} threads, one batch tensor",
-                    lambda: np.stack(list(pool.map(pil_decode, pngs))),
-                    lambda: decoder.decode(l3s))
+                    lambda: np.stack(list(pool.map(pil_decode, pngs)), out=tensor.reshape(
+                        (len(sources),) + sources[0].shape)),
+                    lambda: decoder.decode(l3s, out=tensor))
 
     print(f"{'':34} {'Pillow PNG':>21} {'dlprep_l3 L3':>21}")
     print(f"{'':34} {'img/s':>9} {'MB/s':>11} {'img/s':>9} {'MB/s':>11} {'L3/PNG':>7}")

@@ -100,6 +100,50 @@ class SingleImages(unittest.TestCase):
         with self.assertRaises(ValueError):
             dlprep_l3.decode(dlprep_l3.encode(image), out=canvas)
 
+    def test_broadcast_flipped_and_strided_views_encode_as_their_pixels(self):
+        row = mixed_image(1, 64, 3, 12)[0]
+        for view in (np.broadcast_to(row, (64, 64, 3)), np.flipud(mixed_image(40, 50, 3, 13)),
+                     mixed_image(40, 50, 3, 14)[:, ::-1], mixed_image(40, 50, 4, 15)[..., :3]):
+            with self.subTest(strides=view.strides):
+                np.testing.assert_array_equal(dlprep_l3.decode(dlprep_l3.encode(view)), view)
+        data = dlprep_l3.encode(mixed_image(40, 50, 3, 16))
+        for bad in (np.zeros((40, 50, 3), np.uint8)[::-1], np.zeros((40, 50, 3), np.int16),
+                    np.zeros((40, 50, 3), np.uint8)[:, ::-1], np.zeros((50, 40, 3), np.uint8)):
+            with self.assertRaises(ValueError):
+                dlprep_l3.decode(data, out=bad)
+
+    def test_write_replaces_the_file_whole_or_not_at_all(self):
+        image = mixed_image(30, 40, 3, 17)
+        path = os.path.join(SCRATCH, "written.l3")
+        umask = os.umask(0o027)
+        try:
+            dlprep_l3.write(path, image)
+        finally:
+            os.umask(umask)
+        np.testing.assert_array_equal(dlprep_l3.read(path), image)
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o640)
+        with self.assertRaises(dlprep_l3.Error):
+            dlprep_l3.write(path, np.zeros((4, 4, 5), np.uint8))
+        np.testing.assert_array_equal(dlprep_l3.read(path), image)
+        self.assertEqual([f for f in os.listdir(SCRATCH) if f.startswith(".dlprep-")], [])
+
+    def test_threads_and_errors_cross_the_boundaries_intact(self):
+        import pickle
+        data = dlprep_l3.encode(mixed_image(32, 32, 3, 18))
+        for threads in (-1, 4097, 2**32):
+            with self.assertRaises(ValueError):
+                dlprep_l3.decode(data, threads=threads)
+            with self.assertRaises(ValueError):
+                dlprep_l3.BatchDecoder("cpu", threads=threads)
+        with self.assertRaises(TypeError):
+            dlprep_l3.decode(data, threads=1.5)
+        with self.assertRaises(TypeError):
+            dlprep_l3.BatchDecoder(0)
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.decode(data[:50])
+        copy = pickle.loads(pickle.dumps(caught.exception))
+        self.assertEqual((copy.status, str(copy)), (caught.exception.status, str(caught.exception)))
+
     def test_bad_input_raises_an_error_with_the_reason(self):
         data = dlprep_l3.encode(mixed_image(64, 64, 3, 8))
         with self.assertRaises(dlprep_l3.Error) as caught:
@@ -199,6 +243,9 @@ class Batches(unittest.TestCase):
     def test_float_layouts_normalise_as_documented(self):
         mean, std = [120.5, 110, 100], [60, 55.5, 3]
         batch = self.decoder.decode(self.files, layout="nchw-f32", mean=mean, std=std)
+        one = self.decoder.decode(self.files, layout="nchw-f32", mean=127.5, std=[2])
+        np.testing.assert_array_equal(
+            one, (np.stack(self.images).transpose(0, 3, 1, 2).astype(np.float32) - 127.5) * 0.5)
         self.assertEqual((batch.shape, batch.dtype), ((4, 3, 48, 64), np.float32))
         x = np.stack(self.images).transpose(0, 3, 1, 2).astype(np.float32)
         scale = np.float32(1) / np.asarray(std, np.float32)
@@ -209,16 +256,37 @@ class Batches(unittest.TestCase):
         np.testing.assert_array_equal(half, expected.astype(np.float16))
 
     def test_crops_cut_the_documented_windows(self):
-        centre = self.decoder.decode(self.files, crop=(30, 20))
+        centre = self.decoder.decode(self.files, crop=(20, 30))  # (height, width)
         np.testing.assert_array_equal(centre, np.stack(self.images)[:, 14:34, 17:47])
         square = self.decoder.decode(self.files, crop=32)
         self.assertEqual(square.shape, (4, 32, 32, 3))
-        a = self.decoder.decode(self.files, crop=(30, 20), crop_mode="random", seed=5)
-        b = self.decoder.decode(self.files, crop=(30, 20), crop_mode="random", seed=5)
+        a = self.decoder.decode(self.files, crop=(20, 30), crop_mode="random", seed=5)
+        b = self.decoder.decode(self.files, crop=(20, 30), crop_mode="random", seed=5)
         np.testing.assert_array_equal(a, b)
+        # Without a seed, each call draws its own places.
+        c = self.decoder.decode(self.files, crop=(20, 30), crop_mode="random")
+        d = self.decoder.decode(self.files, crop=(20, 30), crop_mode="random")
+        self.assertFalse(np.array_equal(c, d))
         for window, image in zip(a, self.images):
             self.assertTrue(any((window == image[y:y + 20, x:x + 30]).all()
                                 for y in range(29) for x in range(35)))
+
+    def test_a_batch_decodes_into_a_reused_buffer(self):
+        pool = np.full((4, 3, 48, 64), -7, np.float16)
+        kwargs = {"layout": "nchw-f16", "mean": [1, 2, 3], "std": [4, 5, 6]}
+        batch = self.decoder.decode(self.files, out=pool, **kwargs)
+        self.assertTrue(np.shares_memory(batch, pool))
+        np.testing.assert_array_equal(pool, self.decoder.decode(self.files, **kwargs))
+        larger = np.zeros(5 * 48 * 64 * 3, np.uint8)
+        batch = self.decoder.decode(self.files, out=larger)
+        np.testing.assert_array_equal(batch, np.stack(self.images))
+        self.assertEqual(int(larger[4 * 48 * 64 * 3:].sum()), 0)
+        for bad in (np.zeros(4 * 48 * 64 * 3 - 1, np.uint8), pool[:, :, ::2],
+                    np.zeros(4 * 48 * 64 * 3, np.uint8)[::-1], b"x" * 100000):
+            with self.assertRaises(ValueError):
+                self.decoder.decode(self.files, out=bad)
+        with self.assertRaises(dlprep_l3.Error):
+            self.decoder.decode(self.files, out=larger, output="device")
 
     def test_images_of_different_sizes_come_back_as_a_list(self):
         small = mixed_image(20, 24, 1, 11)
@@ -233,11 +301,34 @@ class Batches(unittest.TestCase):
         self.assertTrue(str(caught.exception).startswith("image 1: "))
         for kwargs in ({"layout": "nhwc-f64"}, {"mean": [1, 2, 3]}, {"layout": "nchw-f32",
                        "std": [1, 0, 1]}, {"crop": 65}, {"crop": 8, "crop_mode": "corner"},
-                       {"layout": "nchw-f32", "mean": [1] * 5}, {"output": "gpu"}):
+                       {"layout": "nchw-f32", "mean": [1] * 5}, {"output": "gpu"},
+                       {"crop": (2**32 + 8, 8)}, {"crop": (8, 0)}):
             with self.subTest(kwargs=kwargs):
                 with self.assertRaises(dlprep_l3.Error) as caught:
                     self.decoder.decode(self.files, **kwargs)
                 self.assertEqual(caught.exception.status, "invalid_argument")
+
+    def test_a_closed_decoder_says_so_and_close_waits_for_a_decode(self):
+        import threading
+        decoder = dlprep_l3.BatchDecoder("cpu")
+        big = [dlprep_l3.encode(mixed_image(512, 512, 3, 19), patch=8)] * 8
+        done = []
+
+        def work():
+            try:
+                done.append(decoder.decode(big).shape)
+            except dlprep_l3.Error as e:
+                done.append(str(e))
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        decoder.close()  # during the decode, or before it: never under it
+        worker.join()
+        self.assertIn(done, ([(8, 512, 512, 3)], ["the decoder is closed"]))
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            decoder.decode(self.files)
+        self.assertEqual(str(caught.exception), "the decoder is closed")
+        decoder.close()
 
     def test_the_device_can_be_forced_and_named(self):
         os.environ["DLPREP_FORCE_DEVICE"] = "cpu"
@@ -261,7 +352,7 @@ class Batches(unittest.TestCase):
             return
         with gpu:
             for layout in ("nhwc-u8", "nchw-f32", "nchw-f16"):
-                kwargs = {"layout": layout, "crop": (40, 40), "crop_mode": "random", "seed": 3}
+                kwargs = {"layout": layout, "crop": (40, 36), "crop_mode": "random", "seed": 3}
                 if layout != "nhwc-u8":
                     kwargs.update(mean=[1, 2, 3], std=[4, 5, 6])
                 np.testing.assert_array_equal(gpu.decode(self.files, **kwargs),

@@ -83,6 +83,9 @@ TEST_CASE("decode refuses a short output, a short stride and a damaged patch") {
         DLPREP_INVALID_ARGUMENT);
   CHECK(last_error() == "the row stride is smaller than a row");
   CHECK(dlprep_l3_decode(file.data(), file.size(), nullptr, 0, 0, 1) == DLPREP_INVALID_ARGUMENT);
+  CHECK(dlprep_l3_decode(file.data(), file.size(), out.data(), out.size(), 0, 4097) ==
+        DLPREP_INVALID_ARGUMENT);
+  CHECK(last_error() == "threads: 4097 is more than 4096");
   file[file.size() - 3] ^= 0x40;  // in the last patch's codes
   CHECK(dlprep_l3_decode(file.data(), file.size(), out.data(), out.size(), 0, 1) ==
         DLPREP_CORRUPT_DATA);

@@ -2,9 +2,13 @@
 
 #include <doctest/doctest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -18,6 +22,34 @@ TEST_CASE("parallel_for visits every index exactly once") {
     parallel_for(seen.size(), threads, [&](size_t i) { seen[i]++; });
     for (auto& s : seen) CHECK(s.load() == 1);
   }
+}
+
+TEST_CASE("parallel_for does all the work on the threads the system gives when it gives fewer") {
+  // A child whose address space has room for a few thread stacks only (8 MiB each by default).
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit limit{};
+    getrlimit(RLIMIT_AS, &limit);
+    const rlim_t used = [] {
+      FILE* f = std::fopen("/proc/self/statm", "r");
+      unsigned long pages = 0;
+      if (f == nullptr || std::fscanf(f, "%lu", &pages) != 1) std::_Exit(3);
+      std::fclose(f);
+      return static_cast<rlim_t>(pages) * sysconf(_SC_PAGESIZE);
+    }();
+    limit.rlim_cur = used + (64u << 20);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(4);
+    std::vector<std::atomic<int>> seen(5000);
+    parallel_for(seen.size(), 4000, [&](size_t i) { seen[i]++; });
+    for (auto& s : seen)
+      if (s.load() != 1) std::_Exit(1);
+    std::_Exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("parallel_for rethrows the first exception") {

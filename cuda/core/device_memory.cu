@@ -3,11 +3,13 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
 #include "core/device_memory.hpp"
+#include "core/error.hpp"
 
 namespace dlprep::cuda {
 
@@ -26,6 +28,39 @@ Allocation::~Allocation() {
     (void)cudaFree(data_);
   else
     (void)cudaFreeHost(data_);
+}
+
+namespace {
+
+// What a byte of memory is, in words for an error; empty when it is of `kind` here.
+std::string memory_mismatch(const void* p, Allocation::Kind kind, int device) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it for the next call's check
+    return "not memory CUDA knows";
+  }
+  if (kind == Allocation::Kind::pinned_host)
+    return a.type == cudaMemoryTypeHost ? "" : "not page-locked host memory";
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+    return a.type == cudaMemoryTypeHost ? "page-locked host memory, not device memory"
+                                        : "host memory, not device memory";
+  if (a.device != device)
+    return "memory of GPU " + std::to_string(a.device) + ", not of the current GPU " +
+           std::to_string(device);
+  return "";
+}
+
+}  // namespace
+
+void check_memory(const void* data, size_t bytes, Allocation::Kind kind) {
+  if (data == nullptr) throw Error(Errc::invalid_argument, "the memory is a null pointer");
+  int device = 0;
+  DLPREP_CUDA_CHECK(cudaGetDevice(&device));
+  const auto* first = static_cast<const uint8_t*>(data);
+  for (const uint8_t* p : {first, first + (bytes == 0 ? 0 : bytes - 1)}) {
+    const std::string what = memory_mismatch(p, kind, device);
+    if (!what.empty()) throw Error(Errc::invalid_argument, "the memory lent is " + what);
+  }
 }
 
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes) {

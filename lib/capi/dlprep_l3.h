@@ -135,6 +135,14 @@ typedef struct dlprep_l3_tensor dlprep_l3_tensor;
 dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dlprep_l3_plan* plan,
                                             const void* const* files, const size_t* sizes,
                                             size_t count, dlprep_l3_tensor** tensor);
+/* The same into device memory the caller owns, `out_size` >= the plan's output bytes at `out`:
+ * a framework's tensor (with CUDA: memory of the current GPU, checked at both ends), decoded
+ * into without a copy or an allocation. No work of the caller's may use it meanwhile. */
+dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
+                                                 const dlprep_l3_plan* plan,
+                                                 const void* const* files, const size_t* sizes,
+                                                 size_t count, void* out, size_t out_size);
+
 /* The tensor's first byte (a device address with CUDA) and its size. */
 void* dlprep_l3_tensor_data(const dlprep_l3_tensor* tensor);
 uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor);

@@ -144,6 +144,20 @@ dlprep::l3::DecodeOptions decode_options(const dlprep_l3_batch_options* options)
   return out;
 }
 
+// Uploads the files into the decoder's device input buffer (grown as batches need) and decodes
+// them into `out`, device memory of the decoder's backend.
+void decode_on_device(dlprep_l3_decoder& decoder, const dlprep::l3::BatchPlan& plan,
+                      const std::vector<ByteSpan>& files, dlprep::l3::BatchBuffer& out) {
+  dlprep::l3::BatchDecoder& backend = *decoder.decoder;
+  const size_t input_bytes = std::max<uint64_t>(plan.input_bytes, 1);
+  if (!decoder.input || decoder.input->size() < input_bytes) {
+    decoder.input.reset();  // free the old one first: device memory is the scarce kind
+    decoder.input = backend.allocate(dlprep::l3::MemoryKind::device, input_bytes);
+  }
+  backend.upload(plan, files, *decoder.input);
+  backend.decode_device(plan, *decoder.input, out);
+}
+
 }  // namespace
 
 extern "C" {
@@ -296,19 +310,27 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
     require(decoder != nullptr && plan != nullptr && tensor != nullptr,
             "the decoder, the plan or the tensor is a null pointer");
     *tensor = nullptr;
-    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
-    dlprep::l3::BatchDecoder& backend = *decoder->decoder;
-    const size_t input_bytes = std::max<uint64_t>(plan->plan.input_bytes, 1);
-    if (!decoder->input || decoder->input->size() < input_bytes) {
-      decoder->input.reset();  // free the old one first: device memory is the scarce kind
-      decoder->input = backend.allocate(dlprep::l3::MemoryKind::device, input_bytes);
-    }
-    backend.upload(plan->plan, spans, *decoder->input);
     auto made = std::make_unique<dlprep_l3_tensor>();
-    made->buffer = backend.allocate(dlprep::l3::MemoryKind::device,
-                                    std::max<uint64_t>(plan->plan.output_bytes, 1));
-    backend.decode_device(plan->plan, *decoder->input, *made->buffer);
+    made->buffer = decoder->decoder->allocate(dlprep::l3::MemoryKind::device,
+                                              std::max<uint64_t>(plan->plan.output_bytes, 1));
+    decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *made->buffer);
     *tensor = made.release();
+  });
+}
+
+dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
+                                                 const dlprep_l3_plan* plan,
+                                                 const void* const* files, const size_t* sizes,
+                                                 size_t count, void* out, size_t out_size) {
+  return guarded([&] {
+    require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
+    require(out != nullptr, "the output is a null pointer");
+    if (out_size < plan->plan.output_bytes)
+      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
+                                              " bytes; the batch needs " +
+                                              std::to_string(plan->plan.output_bytes));
+    const auto lent = decoder->decoder->wrap(dlprep::l3::MemoryKind::device, out, out_size);
+    decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *lent);
   });
 }
 

@@ -79,6 +79,8 @@ class BatchBuffer {
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
   MemoryKind kind() const { return kind_; }
+  /// A buffer over memory it does not own (BatchDecoder::wrap()): never freed by it.
+  static std::unique_ptr<BatchBuffer> borrow(uint8_t* data, size_t size, MemoryKind kind);
 
  protected:
   BatchBuffer(uint8_t* data, size_t size, MemoryKind kind)
@@ -180,6 +182,13 @@ class BatchDecoder {
   /// Allocates `bytes` (at least 1) of memory of `kind` owned by this backend. Throws
   /// Error(device_failure) when the device is out of memory.
   virtual std::unique_ptr<BatchBuffer> allocate(MemoryKind kind, size_t bytes) = 0;
+  /// Memory the caller owns and lends (a framework's tensor, to decode into without a copy), as
+  /// a buffer of `kind` that never frees it: the memory must outlive the buffer, and no other
+  /// work may use it while a decode writes it. The cuda backend checks that the first and the
+  /// last byte are memory of that kind (device memory of the current GPU, page-locked host
+  /// memory) and throws Error(invalid_argument) otherwise; the cpu backend's memory is the
+  /// host's.
+  virtual std::unique_ptr<BatchBuffer> wrap(MemoryKind kind, void* data, size_t bytes) = 0;
   /// Copies host memory into a buffer at `offset`, or a buffer's bytes out to host memory;
   /// synchronous. Throws Error(invalid_argument) for a range outside the buffer.
   virtual void copy_in(BatchBuffer& dst, size_t offset, const void* src, size_t bytes) = 0;

@@ -240,6 +240,9 @@ class BatchDecoderCpu final : public BatchDecoder {
   std::unique_ptr<BatchBuffer> allocate(MemoryKind kind, size_t bytes) override {
     return HostBuffer::make(kind, bytes);
   }
+  std::unique_ptr<BatchBuffer> wrap(MemoryKind kind, void* data, size_t bytes) override {
+    return BatchBuffer::borrow(static_cast<uint8_t*>(data), bytes, kind);
+  }
   void copy_in(BatchBuffer& dst, size_t offset, const void* src, size_t bytes) override {
     check_range(dst, offset, bytes, "l3 batch copy");
     if (bytes != 0) std::memcpy(dst.data() + offset, src, bytes);

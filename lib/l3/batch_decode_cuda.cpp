@@ -108,6 +108,12 @@ class BatchDecoderCuda final : public BatchDecoder {
   std::unique_ptr<BatchBuffer> allocate(MemoryKind kind, size_t bytes) override {
     return CudaBuffer::make(kind, bytes);
   }
+  std::unique_ptr<BatchBuffer> wrap(MemoryKind kind, void* data, size_t bytes) override {
+    cuda::check_memory(data, bytes,
+                       kind == MemoryKind::device ? cuda::Allocation::Kind::device
+                                                  : cuda::Allocation::Kind::pinned_host);
+    return BatchBuffer::borrow(static_cast<uint8_t*>(data), bytes, kind);
+  }
   void copy_in(BatchBuffer& dst, size_t offset, const void* src, size_t bytes) override {
     check_range(dst, offset, bytes);
     if (dst.kind() == MemoryKind::device)

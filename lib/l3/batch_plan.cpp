@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
@@ -194,6 +195,20 @@ DecodeDevice parse_decode_device(std::string_view name) {
   if (name == "cuda") return DecodeDevice::cuda;
   throw Error(Errc::invalid_argument,
               "unknown device '" + std::string(name) + "' (expected auto, cpu or cuda)");
+}
+
+namespace {
+
+class BorrowedBuffer final : public BatchBuffer {
+ public:
+  BorrowedBuffer(uint8_t* data, size_t size, MemoryKind kind) : BatchBuffer(data, size, kind) {}
+};
+
+}  // namespace
+
+std::unique_ptr<BatchBuffer> BatchBuffer::borrow(uint8_t* data, size_t size, MemoryKind kind) {
+  if (data == nullptr) throw Error(Errc::invalid_argument, "l3 batch buffer: a null pointer");
+  return std::make_unique<BorrowedBuffer>(data, size, kind);
 }
 
 Bytes BatchDecoder::decode(std::span<const ByteSpan> files, BatchPlan* plan_out,

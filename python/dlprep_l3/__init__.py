@@ -103,6 +103,8 @@ def _load():
         "dlprep_l3_decode_batch": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz, vp, sz]),
         "dlprep_l3_decode_batch_device": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz,
                                                          pp]),
+        "dlprep_l3_decode_batch_into_device": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz,
+                                                              vp, sz]),
         "dlprep_l3_tensor_data": (vp, [vp]),
         "dlprep_l3_tensor_destroy": (None, [vp]),
     }
@@ -268,6 +270,24 @@ class DeviceTensor:
         return f"DeviceTensor(shape={self.shape}, dtype={self.dtype})"
 
 
+def _device_memory_of(array):
+    """The address and bytes of a contiguous, writable GPU array (the CUDA array interface)."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        raise ValueError("dlprep_l3: out for output='device' must be a GPU array (a torch.cuda "
+                         "tensor, a CuPy array: one with the CUDA array interface)")
+    shape, itemsize = tuple(interface["shape"]), np.dtype(interface["typestr"]).itemsize
+    contiguous = [itemsize]
+    for side in reversed(shape[1:]):
+        contiguous.insert(0, contiguous[0] * side)
+    pointer, read_only = interface["data"]
+    if read_only or interface.get("mask") is not None or (
+            interface.get("strides") is not None and tuple(interface["strides"]) != tuple(
+                contiguous) and int(np.prod(shape)) > 1):
+        raise ValueError("dlprep_l3: out must be a contiguous, writable GPU array without a mask")
+    return pointer, int(np.prod(shape)) * itemsize
+
+
 class BatchDecoder:
     """Decodes batches of L3 files into one tensor. `device`: "auto" (CUDA when dlprep was built
     with it and a GPU is present, else the CPU), "cpu" or "cuda"; the environment variable
@@ -312,9 +332,13 @@ class BatchDecoder:
             anew for every call, or from `seed` when one is given (the same seed cuts the same
             windows on every device and every run).
         output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
-        out: host output only: a C-contiguous writable array of at least the tensor's bytes to
-            decode into, reused from batch to batch as a loader's buffer pool would (a new
-            tensor of a big batch costs its page faults every time); the result is a view of it.
+        out: memory to decode into, reused from batch to batch (a new tensor of a big batch
+            costs its allocation every time): with output="host" a C-contiguous writable NumPy
+            array of at least the tensor's bytes, and the result is a view of it; with
+            output="device" a contiguous GPU array of the current GPU (a torch.cuda tensor, a
+            CuPy array: anything with the CUDA array interface) of at least the tensor's bytes,
+            with no work of its own pending (torch.cuda.current_stream().synchronize()), and
+            the result is `out` itself, complete.
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch is checked; the first damaged one raises Error naming
@@ -324,8 +348,6 @@ class BatchDecoder:
                         "nchw-f16)")
         if output not in ("host", "device"):
             raise Error("invalid_argument", f"unknown output '{output}' (host, device)")
-        if output == "device" and out is not None:
-            raise Error("invalid_argument", "out is for output='host'")
         if output == "device" and self.device != "cuda":
             raise Error("device_unavailable", "output='device' needs the CUDA backend; this "
                         f"decoder runs on the {self.device}")
@@ -351,6 +373,15 @@ class BatchDecoder:
                 _check(_lib.dlprep_l3_plan_window(plan.pointer, i, ctypes.byref(window)))
                 windows.append(window)
             total = _lib.dlprep_l3_plan_output_bytes(plan.pointer)
+            if output == "device" and out is not None:
+                pointer, size = _device_memory_of(out)
+                if size < total:
+                    raise ValueError(f"dlprep_l3: out holds {size} bytes; the batch needs "
+                                     f"{total}")
+                _check(_lib.dlprep_l3_decode_batch_into_device(self._handle.pointer,
+                                                               plan.pointer, pointers, sizes,
+                                                               count, pointer, size))
+                return out
             if output == "device":
                 tensor = ctypes.c_void_p()
                 _check(_lib.dlprep_l3_decode_batch_device(self._handle.pointer, plan.pointer,

@@ -91,11 +91,18 @@ Bytes decode_with(BatchDecoder& d, const BatchPlan& plan, const std::vector<Byte
     return out;
   }
   const auto device_in = d.allocate(MemoryKind::device, plan.input_bytes);
-  const auto device_out = d.allocate(MemoryKind::device, plan.output_bytes);
-  d.copy_in(*device_out, 0, out.data(), out.size());
+  // Every other batch into memory the backend lends (wrap), as a framework's tensor would be:
+  // at an offset into a larger allocation.
+  static bool lend = false;
+  lend = !lend;
+  const auto backing = d.allocate(MemoryKind::device, plan.output_bytes + (lend ? 64 : 0));
+  const auto device_out =
+      lend ? d.wrap(MemoryKind::device, backing->data() + 64, plan.output_bytes) : nullptr;
+  BatchBuffer& target = lend ? *device_out : *backing;
+  d.copy_in(target, 0, out.data(), out.size());
   d.upload(plan, in, *device_in);
-  d.decode_device(plan, *device_in, *device_out);
-  d.copy_out(out.data(), *device_out, 0, out.size());
+  d.decode_device(plan, *device_in, target);
+  d.copy_out(out.data(), target, 0, out.size());
   return out;
 }
 
@@ -266,6 +273,35 @@ void resign_patch(Bytes& file, const PatchRef& ref) {
 Bytes read_all(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// What the cuda backend's wrap() refuses: memory that is not of the kind it is lent as.
+void check_wrap_refusals(BatchDecoder& gpu) {
+  if (gpu.device_name() != "cuda") return;  // the cpu backend's memory is all the host's
+  std::vector<uint8_t> host(256);
+  const auto device = gpu.allocate(MemoryKind::device, 256);
+  const auto pinned = gpu.allocate(MemoryKind::pinned_host, 256);
+  const struct {
+    MemoryKind kind;
+    void* data;
+    size_t bytes;
+    const char* what;
+  } cases[] = {{MemoryKind::device, host.data(), host.size(), "host memory, not device memory"},
+               {MemoryKind::device, pinned->data(), 256, "page-locked host memory"},
+               {MemoryKind::pinned_host, device->data(), 256, "not page-locked host memory"},
+               {MemoryKind::pinned_host, host.data(), host.size(), "not page-locked host memory"}};
+  for (const auto& c : cases) {
+    std::string message;
+    try {
+      gpu.wrap(c.kind, c.data, c.bytes);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    EXPECT(message.find(c.what) != std::string::npos, "wrap: '%s' for a case of '%s'",
+           message.c_str(), c.what);
+  }
+  gpu.wrap(MemoryKind::device, device->data() + 8, 248);
+  gpu.wrap(MemoryKind::pinned_host, pinned->data(), 256);
 }
 
 void run_suite(BatchDecoder& gpu) {
@@ -561,6 +597,7 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("l3 decode test on %s\n", decoder->device_description().c_str());
+    l3::check_wrap_refusals(*decoder);
     l3::run_suite(*decoder);
     l3::run_pipeline_suite(*decoder);
     l3::check_crop_skips_damage(*decoder);

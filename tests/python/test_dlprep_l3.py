@@ -285,8 +285,6 @@ class Batches(unittest.TestCase):
                     np.zeros(4 * 48 * 64 * 3, np.uint8)[::-1], b"x" * 100000):
             with self.assertRaises(ValueError):
                 self.decoder.decode(self.files, out=bad)
-        with self.assertRaises(dlprep_l3.Error):
-            self.decoder.decode(self.files, out=larger, output="device")
 
     def test_images_of_different_sizes_come_back_as_a_list(self):
         small = mixed_image(20, 24, 1, 11)
@@ -330,6 +328,23 @@ class Batches(unittest.TestCase):
         self.assertEqual(str(caught.exception), "the decoder is closed")
         decoder.close()
 
+    def test_gpu_arrays_lent_as_out_are_checked_for_size_and_layout(self):
+        class Lent:  # what torch.cuda tensors and CuPy arrays show
+            def __init__(self, shape, typestr, strides=None, read_only=False, mask=None):
+                self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                                 "data": (4096, read_only), "version": 3,
+                                                 "strides": strides, "mask": mask}
+
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 3, 8, 8), "<f2")), (4096, 1536))
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", (8, 1))), (4096, 32))
+        for bad in (Lent((4, 8), "|u1", (16, 1)), Lent((4, 8), "<f4", read_only=True),
+                    Lent((4, 8), "|u1", mask=object()), np.zeros(8, np.uint8)):
+            with self.assertRaises(ValueError):
+                dlprep_l3._device_memory_of(bad)
+        with self.assertRaises(dlprep_l3.Error) as caught:  # the cpu backend has no GPU memory
+            self.decoder.decode(self.files, output="device", out=Lent((4, 8), "|u1"))
+        self.assertEqual(caught.exception.status, "device_unavailable")
+
     def test_the_device_can_be_forced_and_named(self):
         os.environ["DLPREP_FORCE_DEVICE"] = "cpu"
         try:
@@ -369,6 +384,19 @@ class Batches(unittest.TestCase):
             shared = torch.as_tensor(tensor, device="cuda")
             del tensor  # torch keeps the memory alive
             np.testing.assert_array_equal(shared.cpu().numpy(), np.stack(self.images))
+            # Straight into torch's own tensors, reused: no allocation of ours.
+            pool = torch.full((4, 3, 48, 64), -1, dtype=torch.float16, device="cuda")
+            for seed in (1, 2):
+                kwargs = {"layout": "nchw-f16", "mean": [1, 2, 3], "std": [4, 5, 6],
+                          "crop": (48, 64), "crop_mode": "random", "seed": seed}
+                self.assertIs(gpu.decode(self.files, output="device", out=pool, **kwargs), pool)
+                np.testing.assert_array_equal(pool.cpu().numpy(),
+                                              self.decoder.decode(self.files, **kwargs))
+            for bad in (torch.empty(4 * 48 * 64 * 3 - 1, dtype=torch.uint8, device="cuda"),
+                        torch.empty(4 * 48 * 64 * 3, dtype=torch.uint8),  # host memory
+                        torch.empty((4, 48, 64, 6), dtype=torch.uint8, device="cuda")[..., ::2]):
+                with self.assertRaises(ValueError):
+                    gpu.decode(self.files, output="device", out=bad)
 
 
 if __name__ == "__main__":

@@ -257,6 +257,16 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return cudaSuccess;
 }
 
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr) {
+  if (attributes == nullptr) return fail(cudaErrorInvalidValue);
+  *attributes = {cudaMemoryTypeUnregistered, -2, nullptr, const_cast<void*>(ptr)};
+  if (is_device(ptr, 1))
+    *attributes = {cudaMemoryTypeDevice, 0, const_cast<void*>(ptr), nullptr};
+  else if (is_pinned(ptr, 1))
+    *attributes = {cudaMemoryTypeHost, 0, const_cast<void*>(ptr), const_cast<void*>(ptr)};
+  return cudaSuccess;
+}
+
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (bytes == 0) return fail(cudaErrorInvalidValue);
   auto* p = new uint8_t[bytes];  // exactly `bytes`: ASan bounds every access

@@ -67,6 +67,26 @@ TEST_CASE("queued copies run when the host waits: pinned sources are read then, 
   CHECK(cudaStreamDestroy(s) == cudaSuccess);
 }
 
+TEST_CASE("pointer attributes tell device, pinned and other memory apart") {
+  void* device = nullptr;
+  void* pinned = nullptr;
+  REQUIRE(cudaMalloc(&device, 64) == cudaSuccess);
+  REQUIRE(cudaMallocHost(&pinned, 64) == cudaSuccess);
+  std::vector<uint8_t> host(64);
+  cudaPointerAttributes a{};
+  REQUIRE(cudaPointerGetAttributes(&a, static_cast<uint8_t*>(device) + 63) == cudaSuccess);
+  CHECK(a.type == cudaMemoryTypeDevice);
+  CHECK(a.device == 0);
+  REQUIRE(cudaPointerGetAttributes(&a, pinned) == cudaSuccess);
+  CHECK(a.type == cudaMemoryTypeHost);
+  REQUIRE(cudaPointerGetAttributes(&a, host.data()) == cudaSuccess);
+  CHECK(a.type == cudaMemoryTypeUnregistered);
+  REQUIRE(cudaPointerGetAttributes(&a, static_cast<uint8_t*>(device) + 64) == cudaSuccess);
+  CHECK(a.type == cudaMemoryTypeUnregistered);
+  CHECK(cudaFree(device) == cudaSuccess);
+  CHECK(cudaFreeHost(pinned) == cudaSuccess);
+}
+
 TEST_CASE("events complete when the stream reaches them") {
   cudaStream_t s = nullptr;
   REQUIRE(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, 0) == cudaSuccess);

@@ -202,6 +202,16 @@ TEST_CASE("a batch decodes into the tensor of the C++ batch decoder, windows inc
           DLPREP_OK);
   REQUIRE(dlprep_l3_tensor_bytes(tensor) == out.size());
   CHECK(std::memcmp(dlprep_l3_tensor_data(tensor), expected.data(), out.size()) == 0);
+  // Into memory the caller lends (the cpu backend's device memory is the host's).
+  std::vector<uint8_t> lent(out.size() + 3, 0x5A);
+  REQUIRE(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
+                                             lent.data() + 3, out.size()) == DLPREP_OK);
+  CHECK(std::memcmp(lent.data() + 3, expected.data(), out.size()) == 0);
+  CHECK(lent[2] == 0x5A);
+  CHECK(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
+                                           lent.data(), out.size() - 1) == DLPREP_INVALID_ARGUMENT);
+  CHECK(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3, nullptr,
+                                           out.size()) == DLPREP_INVALID_ARGUMENT);
   dlprep_l3_decoder_destroy(decoder);  // a tensor outlives its decoder
   CHECK(std::memcmp(dlprep_l3_tensor_data(tensor), expected.data(), out.size()) == 0);
   dlprep_l3_tensor_destroy(tensor);

@@ -64,6 +64,18 @@ struct cudaMemPoolProps {
 };
 enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold = 4 };
 
+enum cudaMemoryType {
+  cudaMemoryTypeUnregistered = 0,
+  cudaMemoryTypeHost = 1,
+  cudaMemoryTypeDevice = 2,
+  cudaMemoryTypeManaged = 3,
+};
+struct cudaPointerAttributes {
+  cudaMemoryType type;
+  int device;
+  void* devicePointer;
+  void* hostPointer;
+};
 struct cudaDeviceProp {
   char name[256];
   int major, minor, multiProcessorCount;
@@ -82,6 +94,8 @@ cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest);
 
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total);
+/// What `ptr` points into: an allocation of this runtime (device or pinned), else unregistered.
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* ptr);
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMallocHost(void** ptr, size_t bytes);

@@ -6,7 +6,8 @@ Usage: PYTHONPATH=build/python python_decode_bench.py [PNG_DIR] [--repeats R] [-
 PNG_DIR defaults to the FHD photo set (tests/bench/cache/fhd, made by make_photo_sets.py), else
 sample_data/images. Each PNG is encoded to L3 in memory; both decoders' pixels are checked equal
 before anything is timed. Then, over the whole set, median of R runs after one warm-up:
-  1 thread:  dlprep_l3.decode(l3) against numpy.asarray(PIL.Image.open(png)), image by image;
+  1 thread:  dlprep_l3.decode(l3) against numpy.asarray(PIL.Image.open(png)), image by image,
+             then L3 into one array reused (decode(l3, out=image)) against the same;
   T threads: a thread pool over the images (both release the GIL while they decode), and
              BatchDecoder("cpu", T).decode(all files) into one NHWC tensor (allocated once;
              Pillow's images stacked into it).
@@ -78,6 +79,10 @@ def main():
 
     row("1 thread", lambda: [pil_decode(d) for d in pngs],
         lambda: [dlprep_l3.decode(d) for d in l3s])
+    if len(shapes) == 1:  # a new array costs its page faults: out= reuses one
+        image = np.empty_like(sources[0])
+        row("1 thread, L3 into one array (out=)", lambda: [pil_decode(d) for d in pngs],
+            lambda: [dlprep_l3.decode(d, out=image) for d in l3s])
     with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
         row(f"{args.threads} threads, pool over images",
             lambda: list(pool.map(pil_decode, pngs)),

@@ -47,6 +47,21 @@ std::string unavailable_reason() noexcept {
   }
 }
 
+int current_device() {
+  int device = 0;
+  DLPREP_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+void require_current_device(int device) {
+  const int current = current_device();
+  if (current != device)
+    throw Error(Errc::invalid_argument,
+                "the decoder was made on GPU " + std::to_string(device) + ", and GPU " +
+                    std::to_string(current) + " is current on this thread (make GPU " +
+                    std::to_string(device) + " current: cudaSetDevice, torch.cuda.set_device)");
+}
+
 std::string device_description() {
   int device = 0, driver = 0;
   DLPREP_CUDA_CHECK(cudaGetDevice(&device));

@@ -41,21 +41,20 @@ std::string memory_mismatch(const void* p, Allocation::Kind kind, int device) {
   }
   if (kind == Allocation::Kind::pinned_host)
     return a.type == cudaMemoryTypeHost ? "" : "not page-locked host memory";
-  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+  if (a.type == cudaMemoryTypeManaged) return "";  // any GPU may use it
+  if (a.type != cudaMemoryTypeDevice)
     return a.type == cudaMemoryTypeHost ? "page-locked host memory, not device memory"
                                         : "host memory, not device memory";
   if (a.device != device)
-    return "memory of GPU " + std::to_string(a.device) + ", not of the current GPU " +
+    return "memory of GPU " + std::to_string(a.device) + ", not of the decoder's GPU " +
            std::to_string(device);
   return "";
 }
 
 }  // namespace
 
-void check_memory(const void* data, size_t bytes, Allocation::Kind kind) {
+void check_memory(const void* data, size_t bytes, Allocation::Kind kind, int device) {
   if (data == nullptr) throw Error(Errc::invalid_argument, "the memory is a null pointer");
-  int device = 0;
-  DLPREP_CUDA_CHECK(cudaGetDevice(&device));
   const auto* first = static_cast<const uint8_t*>(data);
   for (const uint8_t* p : {first, first + (bytes == 0 ? 0 : bytes - 1)}) {
     const std::string what = memory_mismatch(p, kind, device);

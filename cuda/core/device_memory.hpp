@@ -27,9 +27,10 @@ class Allocation {
 };
 
 /// Throws Error(invalid_argument) saying what it is instead, unless [data, data + bytes) begins
-/// and ends in memory of `kind`: device memory of the current GPU, or page-locked host memory.
-/// For memory a caller lends (a framework's tensor), before any work writes to it.
-void check_memory(const void* data, size_t bytes, Allocation::Kind kind);
+/// and ends in memory of `kind`: device memory of GPU `device` (or managed memory), or
+/// page-locked host memory. For memory a caller lends (a framework's tensor), before any work
+/// writes to it.
+void check_memory(const void* data, size_t bytes, Allocation::Kind kind, int device);
 
 /// Copies between host memory (pageable or pinned) and device memory that have landed when they
 /// return, so work on any stream may use them.

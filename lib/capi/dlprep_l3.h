@@ -88,7 +88,8 @@ void dlprep_l3_batch_options_init(dlprep_l3_batch_options* options);
 typedef struct dlprep_l3_decoder dlprep_l3_decoder;
 
 /* `device`: "auto" (CUDA when built in and a GPU is present, else the CPU), "cpu" or "cuda";
- * the environment variable DLPREP_FORCE_DEVICE=cpu|cuda overrides it, as for the CLI.
+ * the environment variable DLPREP_FORCE_DEVICE=cpu|cuda overrides it, as for the CLI. A CUDA
+ * decoder runs on the GPU current when it is made, and refuses calls while another is.
  * `cpu_threads` (0 = 1, at most 4096) is used by the CPU backend. */
 dlprep_status dlprep_l3_decoder_create(const char* device, unsigned cpu_threads,
                                        dlprep_l3_decoder** decoder);
@@ -136,8 +137,9 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
                                             const void* const* files, const size_t* sizes,
                                             size_t count, dlprep_l3_tensor** tensor);
 /* The same into device memory the caller owns, `out_size` >= the plan's output bytes at `out`:
- * a framework's tensor (with CUDA: memory of the current GPU, checked at both ends), decoded
- * into without a copy or an allocation. No work of the caller's may use it meanwhile. */
+ * a framework's tensor (with CUDA: device memory of the decoder's GPU or managed memory,
+ * checked at both ends), decoded into without a copy or an allocation. The decode runs on the
+ * decoder's own stream: no work on any stream may use the memory meanwhile. */
 dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
                                                  const dlprep_l3_plan* plan,
                                                  const void* const* files, const size_t* sizes,

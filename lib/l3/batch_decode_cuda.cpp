@@ -102,16 +102,19 @@ class BatchDecoderCuda final : public BatchDecoder {
 
   using BatchDecoder::decode;
   void decode(const BatchPlan& plan, std::span<const ByteSpan> files, uint8_t* out) override {
+    cuda::require_current_device(device_);
     const std::vector<const uint8_t*> data = file_pointers(plan, files, "l3 batch decode");
     decoder_.decode(plan, data.data(), out);
   }
   std::unique_ptr<BatchBuffer> allocate(MemoryKind kind, size_t bytes) override {
+    cuda::require_current_device(device_);
     return CudaBuffer::make(kind, bytes);
   }
   std::unique_ptr<BatchBuffer> wrap(MemoryKind kind, void* data, size_t bytes) override {
     cuda::check_memory(data, bytes,
                        kind == MemoryKind::device ? cuda::Allocation::Kind::device
-                                                  : cuda::Allocation::Kind::pinned_host);
+                                                  : cuda::Allocation::Kind::pinned_host,
+                       device_);
     return BatchBuffer::borrow(static_cast<uint8_t*>(data), bytes, kind);
   }
   void copy_in(BatchBuffer& dst, size_t offset, const void* src, size_t bytes) override {
@@ -129,6 +132,7 @@ class BatchDecoderCuda final : public BatchDecoder {
       std::memcpy(dst, src.data() + offset, bytes);
   }
   void decode_device(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) override {
+    cuda::require_current_device(device_);
     if (in.kind() != MemoryKind::device || in.size() < plan.input_bytes)
       throw Error(Errc::invalid_argument,
                   "l3 batch decode: the input buffer is not device "
@@ -156,6 +160,9 @@ class BatchDecoderCuda final : public BatchDecoder {
   }
 
  private:
+  // The GPU of the decoder's stream and buffers: the one current when it was made. Its work
+  // runs only while that GPU is current (checked, not switched: the thread's choice stands).
+  const int device_ = cuda::current_device();
   cuda::L3BatchDecoder decoder_;
 };
 

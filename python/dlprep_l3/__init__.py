@@ -23,6 +23,7 @@ import os
 import random
 import tempfile
 import threading
+import weakref
 
 import numpy as np
 
@@ -204,14 +205,19 @@ def encode(image, patch=0, threads=1):
 
 def write(path, image, patch=0, threads=1):
     """encode() into the file at `path`, atomically: a temporary file in the same folder,
-    renamed over `path` once complete (a failure leaves no file and an older one unchanged)."""
+    renamed over `path` once complete (a failure leaves no file and an older one unchanged;
+    an older file's permissions are kept). Like the CLI, it does not fsync."""
     data = encode(image, patch, threads)
     folder = os.path.dirname(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=".dlprep-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())
+        try:  # a replaced file keeps its permissions; a new one gets the umask's
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
@@ -270,8 +276,22 @@ class DeviceTensor:
         return f"DeviceTensor(shape={self.shape}, dtype={self.dtype})"
 
 
+# Every decoder's lock is new in a forked child (a DataLoader worker): a thread of the parent
+# that held one at the fork does not exist there to release it.
+_decoders = weakref.WeakSet()
+
+
+def _new_locks_after_fork():
+    for decoder in list(_decoders):
+        decoder._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_after_fork)
+
+
 def _device_memory_of(array):
-    """The address and bytes of a contiguous, writable GPU array (the CUDA array interface)."""
+    """The address, shape and typestr of a contiguous, writable GPU array (the CUDA array
+    interface, versions 2 and 3)."""
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         raise ValueError("dlprep_l3: out for output='device' must be a GPU array (a torch.cuda "
@@ -285,14 +305,15 @@ def _device_memory_of(array):
             interface.get("strides") is not None and tuple(interface["strides"]) != tuple(
                 contiguous) and int(np.prod(shape)) > 1):
         raise ValueError("dlprep_l3: out must be a contiguous, writable GPU array without a mask")
-    return pointer, int(np.prod(shape)) * itemsize
+    return pointer, shape, np.dtype(interface["typestr"]).newbyteorder("=").str
 
 
 class BatchDecoder:
     """Decodes batches of L3 files into one tensor. `device`: "auto" (CUDA when dlprep was built
     with it and a GPU is present, else the CPU), "cpu" or "cuda"; the environment variable
-    DLPREP_FORCE_DEVICE=cpu|cuda overrides it. `threads`: the CPU backend's threads. One thread
-    at a time per decoder; .device says which backend runs."""
+    DLPREP_FORCE_DEVICE=cpu|cuda overrides it. `threads`: the CPU backend's threads. One batch
+    at a time per decoder; .device says which backend runs. A CUDA decoder runs on the GPU
+    current when it is made, and only while that GPU is current (torch.cuda.set_device)."""
 
     def __init__(self, device="auto", threads=1):
         if not isinstance(device, str):
@@ -306,6 +327,7 @@ class BatchDecoder:
         # (a decoder's buffers, and its CUDA stream, serve one batch at a time), and close()
         # waits for the batch in progress.
         self._lock = threading.Lock()
+        _decoders.add(self)
 
     def close(self):
         """Frees the decoder's memory now (tensors it returned stay valid)."""
@@ -335,10 +357,10 @@ class BatchDecoder:
         out: memory to decode into, reused from batch to batch (a new tensor of a big batch
             costs its allocation every time): with output="host" a C-contiguous writable NumPy
             array of at least the tensor's bytes, and the result is a view of it; with
-            output="device" a contiguous GPU array of the current GPU (a torch.cuda tensor, a
-            CuPy array: anything with the CUDA array interface) of at least the tensor's bytes,
-            with no work of its own pending (torch.cuda.current_stream().synchronize()), and
-            the result is `out` itself, complete.
+            output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
+            a CuPy array: anything with the CUDA array interface) of exactly the batch's shape
+            and dtype, which no work on any stream may still use (torch.cuda.synchronize()
+            first, if it may), and the result is `out` itself, complete.
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch is checked; the first damaged one raises Error naming
@@ -357,6 +379,9 @@ class BatchDecoder:
             return self._decode(files, layout, mean, std, crop, crop_mode, seed, output, out)
 
     def _decode(self, files, layout, mean, std, crop, crop_mode, seed, output, out):
+        if isinstance(files, (bytes, bytearray, memoryview, np.ndarray)):
+            raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
+                            "one file")
         views = [_bytes_of(f) for f in files]
         count = len(views)
         pointers = (ctypes.c_void_p * max(count, 1))(*[v.ctypes.data for v in views])
@@ -374,13 +399,19 @@ class BatchDecoder:
                 windows.append(window)
             total = _lib.dlprep_l3_plan_output_bytes(plan.pointer)
             if output == "device" and out is not None:
-                pointer, size = _device_memory_of(out)
-                if size < total:
-                    raise ValueError(f"dlprep_l3: out holds {size} bytes; the batch needs "
-                                     f"{total}")
-                _check(_lib.dlprep_l3_decode_batch_into_device(self._handle.pointer,
-                                                               plan.pointer, pointers, sizes,
-                                                               count, pointer, size))
+                pointer, shape, typestr = _device_memory_of(out)
+                expected = self._shape(windows, layout, lambda offset, shape, dtype, typestr:
+                                       (shape, typestr))
+                if isinstance(expected, list):
+                    raise ValueError("dlprep_l3: out needs a batch of one shape (images of one "
+                                     "size, or a crop); this one has several")
+                if (shape, typestr) != expected:
+                    raise ValueError(f"dlprep_l3: out is {typestr} {shape}; the batch is "
+                                     f"{expected[1]} {expected[0]}")
+                if total:
+                    _check(_lib.dlprep_l3_decode_batch_into_device(
+                        self._handle.pointer, plan.pointer, pointers, sizes, count, pointer,
+                        total))
                 return out
             if output == "device":
                 tensor = ctypes.c_void_p()
@@ -421,8 +452,10 @@ class BatchDecoder:
             target = getattr(options, name)
             for c, v in enumerate(values):
                 target[c] = v
+        if crop is None and crop_mode != "center":
+            raise Error("invalid_argument", f"crop_mode '{crop_mode}' without a crop")
         if crop is not None:
-            height, width = (crop, crop) if np.isscalar(crop) else crop
+            height, width = (crop, crop) if np.ndim(crop) == 0 else crop
             height, width = operator.index(height), operator.index(width)
             if not (0 < height <= 65535 and 0 < width <= 65535):
                 raise Error("invalid_argument", f"crop ({height}, {width}): each side 1 to 65535")

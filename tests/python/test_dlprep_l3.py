@@ -9,6 +9,7 @@ import glob
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import unittest
@@ -122,6 +123,9 @@ class SingleImages(unittest.TestCase):
             os.umask(umask)
         np.testing.assert_array_equal(dlprep_l3.read(path), image)
         self.assertEqual(os.stat(path).st_mode & 0o777, 0o640)
+        os.chmod(path, 0o604)
+        dlprep_l3.write(path, image)  # a replaced file keeps its permissions
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o604)
         with self.assertRaises(dlprep_l3.Error):
             dlprep_l3.write(path, np.zeros((4, 4, 5), np.uint8))
         np.testing.assert_array_equal(dlprep_l3.read(path), image)
@@ -335,8 +339,10 @@ class Batches(unittest.TestCase):
                                                  "data": (4096, read_only), "version": 3,
                                                  "strides": strides, "mask": mask}
 
-        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 3, 8, 8), "<f2")), (4096, 1536))
-        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", (8, 1))), (4096, 32))
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 3, 8, 8), "<f2")),
+                         (4096, (4, 3, 8, 8), "<f2"))
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", (8, 1))),
+                         (4096, (4, 8), "|u1"))
         for bad in (Lent((4, 8), "|u1", (16, 1)), Lent((4, 8), "<f4", read_only=True),
                     Lent((4, 8), "|u1", mask=object()), np.zeros(8, np.uint8)):
             with self.assertRaises(ValueError):
@@ -344,6 +350,40 @@ class Batches(unittest.TestCase):
         with self.assertRaises(dlprep_l3.Error) as caught:  # the cpu backend has no GPU memory
             self.decoder.decode(self.files, output="device", out=Lent((4, 8), "|u1"))
         self.assertEqual(caught.exception.status, "device_unavailable")
+
+    def test_misused_arguments_are_named(self):
+        with self.assertRaises(TypeError):
+            self.decoder.decode(self.files[0])  # one file, not a list of them
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            self.decoder.decode(self.files, crop_mode="random")
+        self.assertIn("without a crop", str(caught.exception))
+        self.assertEqual(self.decoder.decode(self.files, crop=np.array(16)).shape, (4, 16, 16, 3))
+
+    def test_a_forked_child_has_the_decoder_free(self):
+        import threading
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold():
+            with self.decoder._lock:
+                held.set()
+                release.wait()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:  # the holder does not exist here
+            ok = False
+            try:
+                signal.alarm(30)  # a lock still held would wait for ever
+                ok = self.decoder.decode(self.files).shape == (4, 48, 64, 3)
+            finally:
+                os._exit(0 if ok else 1)
+        release.set()
+        holder.join()
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
 
     def test_the_device_can_be_forced_and_named(self):
         os.environ["DLPREP_FORCE_DEVICE"] = "cpu"
@@ -392,11 +432,17 @@ class Batches(unittest.TestCase):
                 self.assertIs(gpu.decode(self.files, output="device", out=pool, **kwargs), pool)
                 np.testing.assert_array_equal(pool.cpu().numpy(),
                                               self.decoder.decode(self.files, **kwargs))
-            for bad in (torch.empty(4 * 48 * 64 * 3 - 1, dtype=torch.uint8, device="cuda"),
-                        torch.empty(4 * 48 * 64 * 3, dtype=torch.uint8),  # host memory
+            for bad in (torch.empty(4 * 48 * 64 * 3, dtype=torch.uint8, device="cuda"),
+                        torch.empty((4, 48, 64, 3), dtype=torch.float32, device="cuda"),
+                        torch.empty((4, 48, 64, 3), dtype=torch.uint8),  # host memory
                         torch.empty((4, 48, 64, 6), dtype=torch.uint8, device="cuda")[..., ::2]):
                 with self.assertRaises(ValueError):
                     gpu.decode(self.files, output="device", out=bad)
+            ragged = [self.files[0], dlprep_l3.encode(mixed_image(20, 24, 3, 11))]
+            with self.assertRaises(ValueError):
+                gpu.decode(ragged, output="device",
+                           out=torch.empty(48 * 64 * 3 + 20 * 24 * 3, dtype=torch.uint8,
+                                           device="cuda"))
 
 
 if __name__ == "__main__":

@@ -558,3 +558,55 @@ TEST_CASE("a link into /dev/shm is followed and its file replaced, not appended 
   CHECK(read_file(shm) == Bytes{'a', 'b', 'c'});
   fs::remove(shm);
 }
+
+TEST_CASE("convert_unchanged converts again, from the new file, a source changed meanwhile") {
+  const fs::path dir = scratch("unchanged");
+  const fs::path source = dir / "in.png";
+  write_file_atomic(source, Bytes{1, 2, 3});
+  const auto replace = [&](uint8_t value) {  // a rename over it, as editors and rsync do
+    write_file_atomic(dir / "new", Bytes{value});
+    fs::rename(dir / "new", source);
+  };
+
+  std::vector<std::pair<bool, uint8_t>> calls;  // (again, the first byte converted)
+  int discards = 0;
+  const auto convert_changing = [&](int changes) {
+    return [&, changes](bool again) {
+      calls.emplace_back(again, read_file(source)[0]);
+      if (static_cast<int>(calls.size()) <= changes)
+        replace(static_cast<uint8_t>(10 + calls.size()));
+      return true;
+    };
+  };
+
+  const auto stamp = convert_unchanged(source, convert_changing(0), [&] { ++discards; });
+  REQUIRE(stamp);
+  CHECK(*stamp == *file_stamp(source));
+  CHECK(calls == std::vector<std::pair<bool, uint8_t>>{{false, 1}});
+  CHECK(discards == 0);
+
+  calls.clear();
+  const auto second = convert_unchanged(source, convert_changing(2), [&] { ++discards; });
+  // Changed during the first two conversions: the third reads the last file, and holds.
+  CHECK(calls == std::vector<std::pair<bool, uint8_t>>{{false, 1}, {true, 11}, {true, 12}});
+  CHECK(discards == 2);
+  REQUIRE(second);
+  CHECK(*second == *file_stamp(source));
+
+  calls.clear();
+  discards = 0;
+  CHECK_THROWS_WITH_AS(convert_unchanged(source, convert_changing(3), [&] { ++discards; }),
+                       doctest::Contains("changed while it was being converted, 3 times"), Error);
+  CHECK(discards == 3);  // no output of a changed source is left
+
+  calls.clear();
+  // A conversion that wrote nothing to go stale (skipped, or a stream) is not checked.
+  CHECK_FALSE(convert_unchanged(
+      source,
+      [&](bool) {
+        replace(99);
+        return false;
+      },
+      [&] { ++discards; }));
+  CHECK(discards == 3);
+}

@@ -329,7 +329,8 @@ dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
       throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
                                               " bytes; the batch needs " +
                                               std::to_string(plan->plan.output_bytes));
-    const auto lent = decoder->decoder->wrap(dlprep::l3::MemoryKind::device, out, out_size);
+    const auto lent =  // (the bytes the decode writes: the checks look at their ends)
+        decoder->decoder->wrap(dlprep::l3::MemoryKind::device, out, plan->plan.output_bytes);
     decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *lent);
   });
 }

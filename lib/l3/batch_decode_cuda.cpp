@@ -142,9 +142,11 @@ class BatchDecoderCuda final : public BatchDecoder {
   }
   DecodeTimings last_timings() const override { return to_timings(decoder_.last_timings()); }
   std::unique_ptr<BatchPipeline> make_pipeline(const PipelineOptions& options) override {
+    cuda::require_current_device(device_);
     return std::make_unique<BatchPipelineCuda>(options);
   }
   CopyBandwidth measure_copy_bandwidth(uint64_t bytes, const TimingParams& params) override {
+    cuda::require_current_device(device_);
     cuda::CopyBench bench(bytes);
     auto rate = [&](float (cuda::CopyBench::*copy)()) {
       const TimingStats t = measure_self_timed(params, [&](bool) { return (bench.*copy)() / 1e3; });

@@ -206,15 +206,16 @@ def encode(image, patch=0, threads=1):
 def write(path, image, patch=0, threads=1):
     """encode() into the file at `path`, atomically: a temporary file in the same folder,
     renamed over `path` once complete (a failure leaves no file and an older one unchanged;
-    an older file's permissions are kept). Like the CLI, it does not fsync."""
+    an older file's permissions are kept; a symbolic link stays and its target is replaced).
+    Like the CLI, it does not fsync."""
     data = encode(image, patch, threads)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".dlprep-", suffix=".tmp")
+    path = os.path.realpath(path)  # a link stays, and its target is replaced
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dlprep-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         try:  # a replaced file keeps its permissions; a new one gets the umask's
-            mode = os.stat(path).st_mode & 0o7777
+            mode = os.stat(path).st_mode & 0o777
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
         os.chmod(temporary, mode)
@@ -305,7 +306,7 @@ def _device_memory_of(array):
             interface.get("strides") is not None and tuple(interface["strides"]) != tuple(
                 contiguous) and int(np.prod(shape)) > 1):
         raise ValueError("dlprep_l3: out must be a contiguous, writable GPU array without a mask")
-    return pointer, shape, np.dtype(interface["typestr"]).newbyteorder("=").str
+    return pointer, shape, np.dtype(interface["typestr"]).str
 
 
 class BatchDecoder:
@@ -379,7 +380,8 @@ class BatchDecoder:
             return self._decode(files, layout, mean, std, crop, crop_mode, seed, output, out)
 
     def _decode(self, files, layout, mean, std, crop, crop_mode, seed, output, out):
-        if isinstance(files, (bytes, bytearray, memoryview, np.ndarray)):
+        if isinstance(files, (bytes, bytearray, memoryview)) or (
+                isinstance(files, np.ndarray) and files.dtype != object):
             raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
                             "one file")
         views = [_bytes_of(f) for f in files]
@@ -399,12 +401,15 @@ class BatchDecoder:
                 windows.append(window)
             total = _lib.dlprep_l3_plan_output_bytes(plan.pointer)
             if output == "device" and out is not None:
+                if not windows:
+                    return out
                 pointer, shape, typestr = _device_memory_of(out)
                 expected = self._shape(windows, layout, lambda offset, shape, dtype, typestr:
                                        (shape, typestr))
                 if isinstance(expected, list):
-                    raise ValueError("dlprep_l3: out needs a batch of one shape (images of one "
-                                     "size, or a crop); this one has several")
+                    raise ValueError("dlprep_l3: out needs a batch whose images all have one "
+                                     "shape (size, or crop, and channel count); this one has "
+                                     "several")
                 if (shape, typestr) != expected:
                     raise ValueError(f"dlprep_l3: out is {typestr} {shape}; the batch is "
                                      f"{expected[1]} {expected[0]}")

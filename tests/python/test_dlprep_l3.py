@@ -130,6 +130,12 @@ class SingleImages(unittest.TestCase):
             dlprep_l3.write(path, np.zeros((4, 4, 5), np.uint8))
         np.testing.assert_array_equal(dlprep_l3.read(path), image)
         self.assertEqual([f for f in os.listdir(SCRATCH) if f.startswith(".dlprep-")], [])
+        link = os.path.join(SCRATCH, "link.l3")
+        os.symlink("written.l3", link)
+        other = mixed_image(10, 12, 1, 20)
+        dlprep_l3.write(link, other)  # the link stays; its target gets the new image
+        self.assertTrue(os.path.islink(link))
+        np.testing.assert_array_equal(dlprep_l3.read(path), other)
 
     def test_threads_and_errors_cross_the_boundaries_intact(self):
         import pickle
@@ -213,8 +219,9 @@ class SingleImages(unittest.TestCase):
                 dlprep("convert-dataset", os.path.join(os.environ["SAMPLE_DATA"], "images"), ds,
                        "--to", "l3", *layout)
                 seen = 0
-                for line in open(os.path.join(ds, "samples.jsonl")):
-                    r = json.loads(line)
+                with open(os.path.join(ds, "samples.jsonl")) as index:
+                    records = [json.loads(line) for line in index]
+                for r in records:
                     with open(os.path.join(ds, r["location"]), "rb") as f:
                         f.seek(r.get("offset", 0))
                         image = dlprep_l3.decode(f.read(r["bytes"]))
@@ -354,6 +361,9 @@ class Batches(unittest.TestCase):
     def test_misused_arguments_are_named(self):
         with self.assertRaises(TypeError):
             self.decoder.decode(self.files[0])  # one file, not a list of them
+        column = np.empty(4, dtype=object)  # as a pandas column's values
+        column[:] = self.files
+        self.assertEqual(self.decoder.decode(column).shape, (4, 48, 64, 3))
         with self.assertRaises(dlprep_l3.Error) as caught:
             self.decoder.decode(self.files, crop_mode="random")
         self.assertIn("without a crop", str(caught.exception))

@@ -18,6 +18,8 @@ image, gray ones included (channels 1); a batch is NHWC uint8 or NCHW float32/fl
 
 import collections
 import ctypes
+import io
+import json
 import operator
 import os
 import random
@@ -28,7 +30,7 @@ import weakref
 import numpy as np
 
 __all__ = ["Error", "Info", "info", "decode", "read", "encode", "write", "BatchDecoder",
-           "DeviceTensor", "webdataset_decoder"]
+           "DeviceTensor", "Dataset", "webdataset_decoder"]
 
 API_VERSION = 1
 
@@ -486,6 +488,86 @@ class BatchDecoder:
         if shapes and all(s == shapes[0] for s in shapes):
             return make(windows[0].offset_bytes, (len(shapes),) + shapes[0], dtype, typestr)
         return [make(w.offset_bytes, s, dtype, typestr) for w, s in zip(windows, shapes)]
+
+
+class Dataset:
+    """A dataset made by `dlprep convert-dataset`, either layout, as a map-style dataset for
+    torch.utils.data.DataLoader, as torchvision's ImageFolder: dataset[i] is (image, target),
+    the image a (height, width, channels) uint8 array (L3 samples decoded by this module, the
+    others by Pillow) and the target the class index of the sample's label (its place in
+    .classes, the sorted labels without ""; -1 for a sample without one). `transform` and
+    `target_transform` are applied to them when given. The index (samples.jsonl) is read once,
+    at construction; each item opens its file (or tar shard) and reads its bytes alone."""
+
+    def __init__(self, root, transform=None, target_transform=None, threads=1):
+        self.root, self.transform, self.target_transform = root, transform, target_transform
+        self._threads = _threads(threads)
+        manifest_path = os.path.join(root, "dataset.json")
+        try:
+            with open(manifest_path) as f:
+                manifest = json.load(f)
+            classes = manifest.get("classes", {})
+        except (ValueError, AttributeError) as e:
+            raise Error("corrupt_data", f"{manifest_path}: not a dlprep dataset.json ({e})") \
+                from None
+        if manifest.get("complete") is not True:
+            raise Error("invalid_argument", f"{manifest_path}: the dataset is incomplete (a "
+                        "conversion did not finish): run dlprep convert-dataset again")
+        self.classes = sorted(k for k in classes if k)
+        self.class_to_idx = {label: i for i, label in enumerate(self.classes)}
+        locations, self._locations = {}, []
+        self._offsets, self._sizes, self._formats, self.targets = [], [], [], []
+        index_path = os.path.join(root, "samples.jsonl")
+        with open(index_path) as f:
+            for number, line in enumerate(f, 1):
+                try:
+                    r = json.loads(line)
+                    location, offset, size = r["location"], r.get("offset", 0), r["bytes"]
+                    parts = location.split("/")
+                    if parts[0] != "data" or ".." in parts or "" in parts:
+                        raise ValueError(f"location {location!r} is not in data/")
+                    if not (type(offset) is int and type(size) is int and offset >= 0
+                            and size >= 0):
+                        raise ValueError("offset and bytes must be whole numbers >= 0")
+                    target = self.class_to_idx[r["label"]] if r["label"] else -1
+                    fmt = r["format"]
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    raise Error("corrupt_data", f"{index_path}: line {number}: {e!r}: run "
+                                "dlprep dataset verify") from None
+                # (one string per file: a tar layout's samples share a few shards)
+                self._locations.append(locations.setdefault(location, location))
+                self._offsets.append(offset)
+                self._sizes.append(size)
+                self._formats.append(fmt)
+                self.targets.append(target)
+
+    def __len__(self):
+        return len(self._locations)
+
+    def __getitem__(self, index):
+        path = os.path.join(self.root, self._locations[index])
+        with open(path, "rb") as f:
+            f.seek(self._offsets[index])
+            data = f.read(self._sizes[index])
+        if len(data) != self._sizes[index]:
+            raise Error("corrupt_data", f"{path}: {len(data)} bytes where the index says "
+                        f"{self._sizes[index]}: run dlprep dataset verify")
+        try:
+            if self._formats[index] == "l3":
+                image = decode(data, self._threads)
+            else:
+                from PIL import Image  # the other formats (Debian's python3-pil)
+                image = np.asarray(Image.open(io.BytesIO(data)))
+                if image.ndim == 2:
+                    image = image[:, :, np.newaxis]
+        except Error as e:
+            raise Error(e.status, f"{path}: sample {index}: {e}") from None
+        target = self.targets[index]
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
 
 
 def webdataset_decoder(key, data):

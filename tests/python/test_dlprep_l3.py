@@ -230,6 +230,65 @@ class SingleImages(unittest.TestCase):
                 self.assertEqual(seen, len(os.listdir(os.path.join(os.environ["SAMPLE_DATA"],
                                                                   "images"))))
 
+    def test_a_converted_dataset_is_a_map_style_dataset(self):
+        """dlprep_l3.Dataset against the sources, on a class tree in both layouts."""
+        images = os.path.join(os.environ["SAMPLE_DATA"], "images")
+        tree = os.path.join(SCRATCH, "tree")
+        for label, names in (("cat", ["autumn_320x240.png", "grey_gray_320x240.png"]),
+                             ("dog", ["kite_199x301.png", "path_gray_201x151.pgm"]),
+                             ("", ["fallenleaf_rgba_256x192.png"])):
+            os.makedirs(os.path.join(tree, label), exist_ok=True)
+            for name in names:
+                shutil.copy(os.path.join(images, name), os.path.join(tree, label, name))
+        for layout in (["--mix", "l3:0.5,png:0.5"], ["--to", "l3", "--shards", "1M"]):
+            with self.subTest(layout=layout):
+                ds = os.path.join(SCRATCH, "classes" + str(len(layout)))
+                dlprep("convert-dataset", tree, ds, *layout)
+                data = dlprep_l3.Dataset(ds, target_transform=lambda t: t * 10)
+                self.assertEqual(data.classes, ["cat", "dog"])
+                self.assertEqual(data.class_to_idx, {"cat": 0, "dog": 1})
+                self.assertEqual(len(data), 5)
+                import json
+                with open(os.path.join(ds, "samples.jsonl")) as index:
+                    records = [json.loads(line) for line in index]
+                formats = set()
+                for i, r in enumerate(records):
+                    image, target = data[i]
+                    source = load_png(r["source"])
+                    np.testing.assert_array_equal(image, source.reshape(image.shape))
+                    self.assertEqual(image.shape, (r["height"], r["width"], r["channels"]))
+                    self.assertEqual(target, {"cat": 0, "dog": 10, "": -10}[r["label"]])
+                    formats.add(r["format"])
+                self.assertEqual(formats, {"l3", "png"} if "--mix" in layout else {"l3"})
+                self.assertEqual(dlprep_l3.Dataset(ds, transform=lambda x: x.shape)[0][0],
+                                 data[0][0].shape)
+        last = max(range(len(records)), key=lambda i: records[i]["offset"])
+        with open(os.path.join(ds, records[last]["location"]), "r+b") as shard:
+            shard.truncate(records[last]["offset"] + 10)  # the last sample cut short
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.Dataset(ds)[last]
+        self.assertIn("run dlprep dataset verify", str(caught.exception))
+        index = os.path.join(ds, "samples.jsonl")
+        with open(index) as f:
+            lines = f.readlines()
+        for bad in ('{"location": "data/../../x", "bytes": 1, "label": "", "format": "l3"}',
+                    '{"location": "data/a", "bytes": -1, "label": "", "format": "l3"}',
+                    '{"location": "data/a", "bytes": 1, "label": "bird", "format": "l3"}',
+                    '{"location": "data/a"', '[]'):
+            with open(index, "w") as f:
+                f.writelines(lines[:2] + [bad + "\n"])
+            with self.assertRaises(dlprep_l3.Error) as caught:
+                dlprep_l3.Dataset(ds)
+            self.assertIn("samples.jsonl: line 3: ", str(caught.exception))
+        with open(os.path.join(ds, "dataset.json")) as f:
+            manifest = json.load(f)
+        manifest["complete"] = False
+        with open(os.path.join(ds, "dataset.json"), "w") as f:
+            json.dump(manifest, f)
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.Dataset(ds)
+        self.assertIn("incomplete", str(caught.exception))
+
     def test_a_missing_library_fails_the_import_with_what_to_do(self):
         result = subprocess.run([sys.executable, "-c", "import dlprep_l3"], capture_output=True,
                                 text=True, env={**os.environ, "DLPREP_L3_LIBRARY": "/nonexistent.so"})

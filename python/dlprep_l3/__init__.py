@@ -490,79 +490,134 @@ class BatchDecoder:
         return [make(w.offset_bytes, s, dtype, typestr) for w, s in zip(windows, shapes)]
 
 
+# The formats convert-dataset writes, and Pillow's name for each of the others.
+_PIL_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP", "bmp": "BMP", "ppm": "PPM"}
+
+
 class Dataset:
     """A dataset made by `dlprep convert-dataset`, either layout, as a map-style dataset for
     torch.utils.data.DataLoader, as torchvision's ImageFolder: dataset[i] is (image, target),
     the image a (height, width, channels) uint8 array (L3 samples decoded by this module, the
     others by Pillow) and the target the class index of the sample's label (its place in
     .classes, the sorted labels without ""; -1 for a sample without one). `transform` and
-    `target_transform` are applied to them when given. The index (samples.jsonl) is read once,
-    at construction; each item opens its file (or tar shard) and reads its bytes alone."""
+    `target_transform` are applied to them when given.
 
-    def __init__(self, root, transform=None, target_transform=None, threads=1):
+    A --shard part's own classes may lack a class of the whole dataset, which would shift the
+    indices: the tar layout records the whole list (tar.labels), and a files-layout part needs
+    `classes`, the whole dataset's labels (or merge the parts first). `classes` also overrides
+    the list of a whole dataset. The index (samples.jsonl) is read once, at construction; each
+    item opens its file (or tar shard) and reads its bytes alone."""
+
+    def __init__(self, root, transform=None, target_transform=None, threads=1, classes=None):
         self.root, self.transform, self.target_transform = root, transform, target_transform
         self._threads = _threads(threads)
+        self._data = os.path.realpath(os.path.join(root, "data"))
         manifest_path = os.path.join(root, "dataset.json")
         try:
-            with open(manifest_path) as f:
+            with open(manifest_path, encoding="utf-8") as f:
                 manifest = json.load(f)
-            classes = manifest.get("classes", {})
-        except (ValueError, AttributeError) as e:
+            if not isinstance(manifest, dict) or manifest.get("schema") != "dlprep.dataset/1":
+                raise ValueError("no dlprep.dataset/1 schema")
+            recorded = manifest.get("classes", {})
+            tar = manifest.get("tar") or {}
+            if not isinstance(recorded, dict) or not isinstance(tar, dict):
+                raise ValueError("classes or tar is not an object")
+            parts = (manifest.get("parameters") or {}).get("shard_count", 1)
+        except (OSError, ValueError, AttributeError) as e:
             raise Error("corrupt_data", f"{manifest_path}: not a dlprep dataset.json ({e})") \
                 from None
         if manifest.get("complete") is not True:
             raise Error("invalid_argument", f"{manifest_path}: the dataset is incomplete (a "
                         "conversion did not finish): run dlprep convert-dataset again")
-        self.classes = sorted(k for k in classes if k)
+        if classes is not None:
+            self.classes = sorted(str(c) for c in classes if c)
+        elif "labels" in tar:
+            self.classes = [str(c) for c in tar["labels"]]
+        elif parts != 1:
+            raise Error("invalid_argument", f"{root}: one --shard part of {parts}, whose classes "
+                        "may lack some of the whole dataset's: pass classes= (the whole "
+                        "dataset's labels), or read the merged dataset")
+        else:
+            self.classes = sorted(k for k in recorded if k)
         self.class_to_idx = {label: i for i, label in enumerate(self.classes)}
-        locations, self._locations = {}, []
-        self._offsets, self._sizes, self._formats, self.targets = [], [], [], []
-        index_path = os.path.join(root, "samples.jsonl")
-        with open(index_path) as f:
-            for number, line in enumerate(f, 1):
-                try:
+        self._tar = manifest.get("layout") == "tar"
+        self._read_index(os.path.join(root, "samples.jsonl"))
+
+    def _read_index(self, index_path):
+        codes = {name: code for code, name in enumerate(["l3"] + list(_PIL_FORMATS))}
+        self._format_names = list(codes)
+        unique, locations, offsets, sizes, formats, targets = {}, [], [], [], [], []
+        number = 0
+        try:
+            with open(index_path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
                     r = json.loads(line)
-                    location, offset, size = r["location"], r.get("offset", 0), r["bytes"]
+                    location, size = r["location"], r["bytes"]
+                    offset = r["offset"] if self._tar else r.get("offset", 0)
                     parts = location.split("/")
-                    if parts[0] != "data" or ".." in parts or "" in parts:
+                    if parts[0] != "data" or len(parts) < 2 or {"..", ".", ""} & set(parts[1:]):
                         raise ValueError(f"location {location!r} is not in data/")
-                    if not (type(offset) is int and type(size) is int and offset >= 0
-                            and size >= 0):
+                    if not (type(offset) is int and type(size) is int and 0 <= offset < 2**62
+                            and 0 <= size < 2**62):
                         raise ValueError("offset and bytes must be whole numbers >= 0")
-                    target = self.class_to_idx[r["label"]] if r["label"] else -1
-                    fmt = r["format"]
-                except (ValueError, KeyError, TypeError, AttributeError) as e:
-                    raise Error("corrupt_data", f"{index_path}: line {number}: {e!r}: run "
-                                "dlprep dataset verify") from None
-                # (one string per file: a tar layout's samples share a few shards)
-                self._locations.append(locations.setdefault(location, location))
-                self._offsets.append(offset)
-                self._sizes.append(size)
-                self._formats.append(fmt)
-                self.targets.append(target)
+                    if r["format"] not in codes:
+                        raise ValueError(f"format {r['format']!r} is none dlprep writes")
+                    label = r["label"]
+                    if not isinstance(label, str):
+                        raise ValueError("the label is no string")
+                    locations.append(unique.setdefault(location, len(unique)))
+                    offsets.append(offset)
+                    sizes.append(size)
+                    formats.append(codes[r["format"]])
+                    targets.append(self.class_to_idx[label] if label else -1)
+        except OSError as e:
+            raise Error("io", f"{index_path}: {e.strerror or e}") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            # (bytes that are no UTF-8 fail before their line is counted)
+            line = number + 1 if isinstance(e, UnicodeDecodeError) else number
+            raise Error("corrupt_data", f"{index_path}: line {line}: {e!r}: run dlprep dataset "
+                        "verify") from None
+        # NumPy arrays, not lists of Python objects: forked DataLoader workers share them.
+        self._files = list(unique)
+        self._location = np.asarray(locations, dtype=np.int64)
+        self._offset = np.asarray(offsets, dtype=np.int64)
+        self._size = np.asarray(sizes, dtype=np.int64)
+        self._format = np.asarray(formats, dtype=np.int8)
+        self.targets = np.asarray(targets, dtype=np.int64)
 
     def __len__(self):
-        return len(self._locations)
+        return len(self._location)
 
     def __getitem__(self, index):
-        path = os.path.join(self.root, self._locations[index])
-        with open(path, "rb") as f:
-            f.seek(self._offsets[index])
-            data = f.read(self._sizes[index])
-        if len(data) != self._sizes[index]:
-            raise Error("corrupt_data", f"{path}: {len(data)} bytes where the index says "
-                        f"{self._sizes[index]}: run dlprep dataset verify")
+        path = os.path.join(self.root, self._files[self._location[index]])
+        offset, size = int(self._offset[index]), int(self._size[index])
+        fmt = self._format_names[self._format[index]]
         try:
-            if self._formats[index] == "l3":
+            real = os.path.realpath(path)
+            if os.path.commonpath([real, self._data]) != self._data or not os.path.isfile(real):
+                raise Error("corrupt_data", "not a file in the dataset's data/")
+            if offset + size > os.path.getsize(real):
+                raise Error("corrupt_data", f"bytes {offset}+{size} past the end of the file")
+            with open(real, "rb") as f:
+                f.seek(offset)
+                data = f.read(size)
+            if fmt == "l3":
                 image = decode(data, self._threads)
             else:
                 from PIL import Image  # the other formats (Debian's python3-pil)
-                image = np.asarray(Image.open(io.BytesIO(data)))
+                image = np.asarray(Image.open(io.BytesIO(data), formats=[_PIL_FORMATS[fmt]]))
+                if image.dtype != np.uint8:
+                    raise Error("unsupported", f"{image.dtype} pixels, not 8-bit")
                 if image.ndim == 2:
                     image = image[:, :, np.newaxis]
         except Error as e:
-            raise Error(e.status, f"{path}: sample {index}: {e}") from None
-        target = self.targets[index]
+            raise Error(e.status, f"{path}: sample {index}: {e}: run dlprep dataset verify") \
+                from None
+        except OSError as e:
+            raise Error("io", f"{path}: sample {index}: {e.strerror or e}") from None
+        except Exception as e:  # Pillow's own errors on bad bytes
+            raise Error("corrupt_data", f"{path}: sample {index}: {fmt}: {e}") from None
+        target = int(self.targets[index])
         if self.transform is not None:
             image = self.transform(image)
         if self.target_transform is not None:

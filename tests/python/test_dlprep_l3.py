@@ -289,6 +289,72 @@ class SingleImages(unittest.TestCase):
             dlprep_l3.Dataset(ds)
         self.assertIn("incomplete", str(caught.exception))
 
+    def test_a_shard_part_keeps_the_whole_datasets_class_indices(self):
+        import json
+        import tarfile
+        images = os.path.join(os.environ["SAMPLE_DATA"], "images")
+        tree = os.path.join(SCRATCH, "parts-tree")
+        for k, name in enumerate(sorted(os.listdir(images))):
+            label = "abcdefg"[k % 7]  # seven classes, two images each
+            os.makedirs(os.path.join(tree, label), exist_ok=True)
+            shutil.copy(os.path.join(images, name), os.path.join(tree, label, name))
+        whole = os.path.join(SCRATCH, "parts-whole")
+        dlprep("convert-dataset", tree, whole, "--to", "l3")
+        expected = dict(zip([r["key"] for r in map(json.loads, open(
+            os.path.join(whole, "samples.jsonl")))], dlprep_l3.Dataset(whole).targets))
+        tar_part = os.path.join(SCRATCH, "parts-tar")
+        dlprep("convert-dataset", tree, tar_part, "--to", "l3", "--shards", "1M", "--shard", "1/3")
+        part = dlprep_l3.Dataset(tar_part)
+        self.assertEqual(part.classes, list("abcdefg"))
+        with open(os.path.join(tar_part, "samples.jsonl")) as f:
+            keys = [json.loads(line)["key"] for line in f]
+        cls = {}
+        for shard in os.listdir(os.path.join(tar_part, "data")):
+            with tarfile.open(os.path.join(tar_part, "data", shard)) as t:
+                for m in t.getmembers():
+                    if m.name.endswith(".cls"):
+                        cls[m.name[:-4]] = int(t.extractfile(m).read())
+        self.assertEqual([part[i][1] for i in range(len(part))], [cls[k] for k in keys])
+        self.assertEqual([part[i][1] for i in range(len(part))], [expected[k] for k in keys])
+        files_part = os.path.join(SCRATCH, "parts-files")
+        dlprep("convert-dataset", tree, files_part, "--to", "l3", "--shard", "2/3")
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.Dataset(files_part)
+        self.assertIn("pass classes=", str(caught.exception))
+        part = dlprep_l3.Dataset(files_part, classes=list("gfedcba"))
+        with open(os.path.join(files_part, "samples.jsonl")) as f:
+            keys = [json.loads(line)["key"] for line in f]
+        self.assertEqual(list(part.targets), [expected[k] for k in keys])
+
+    def test_a_hostile_dataset_raises_errors_and_reads_nothing_outside(self):
+        import json
+        ds = os.path.join(SCRATCH, "hostile")
+        dlprep("convert-dataset", os.path.join(os.environ["SAMPLE_DATA"], "images"), ds, "--mix",
+               "l3:0.5,png:0.5")
+        index = os.path.join(ds, "samples.jsonl")
+        with open(index) as f:
+            records = [json.loads(line) for line in f]
+        png = next(r for r in records if r["format"] == "png")
+        os.symlink("/etc/passwd", os.path.join(ds, "data", "outside.png"))
+        with open(os.path.join(ds, "data", "anim.png"), "wb") as f:
+            f.write(b"GIF89a\x01\x00\x01\x00\x00\x00\x00;")  # a GIF, labelled png
+        cases = [dict(png, bytes=2**40), dict(png, location="data/outside.png", bytes=20),
+                 dict(png, location="data/anim.png", bytes=13), dict(png, location="data/sub"),
+                 dict(png, location="data/missing.png")]
+        os.mkdir(os.path.join(ds, "data", "sub"))
+        with open(index, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in cases)
+        data = dlprep_l3.Dataset(ds)
+        for i in range(len(cases)):
+            with self.subTest(case=cases[i]["location"]):
+                with self.assertRaises(dlprep_l3.Error):
+                    data[i]
+        with open(index, "wb") as f:
+            f.write(b'{"location": "data/\xff"}\n')
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.Dataset(ds)
+        self.assertIn("line 1", str(caught.exception))
+
     def test_a_missing_library_fails_the_import_with_what_to_do(self):
         result = subprocess.run([sys.executable, "-c", "import dlprep_l3"], capture_output=True,
                                 text=True, env={**os.environ, "DLPREP_L3_LIBRARY": "/nonexistent.so"})

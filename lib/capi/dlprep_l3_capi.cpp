@@ -93,6 +93,15 @@ unsigned thread_count(unsigned threads) {
   return threads == 0 ? 1 : threads;
 }
 
+// An output of `out_size` bytes at `out` for `needed` bytes of the `what` ("image", "batch").
+void require_output(const void* out, size_t out_size, uint64_t needed, const char* what) {
+  require(out != nullptr || needed == 0, "the output is a null pointer");
+  if (out_size < needed)
+    throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
+                                            " bytes; the " + what + " needs " +
+                                            std::to_string(needed));
+}
+
 ByteSpan file_span(const void* file, size_t size) {
   require(file != nullptr || size == 0, "the file is a null pointer");
   return {static_cast<const uint8_t*>(file), size};
@@ -182,10 +191,7 @@ dlprep_status dlprep_l3_decode(const void* file, size_t size, void* out, size_t 
     const dlprep::ImageShape shape = dlprep::l3::inspect(bytes).shape;
     const size_t needed =
         strided_bytes(shape.height, size_t{shape.width} * shape.channels, row_stride);
-    require(out != nullptr || needed == 0, "the output is a null pointer");
-    if (out_size < needed)
-      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
-                                              " bytes; the image needs " + std::to_string(needed));
+    require_output(out, out_size, needed, "image");
     dlprep::l3::decode_into(bytes, static_cast<uint8_t*>(out), row_stride, thread_count(threads));
   });
 }
@@ -294,11 +300,7 @@ dlprep_status dlprep_l3_decode_batch(dlprep_l3_decoder* decoder, const dlprep_l3
   return guarded([&] {
     require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
     const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
-    require(out != nullptr || plan->plan.output_bytes == 0, "the output is a null pointer");
-    if (out_size < plan->plan.output_bytes)
-      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
-                                              " bytes; the batch needs " +
-                                              std::to_string(plan->plan.output_bytes));
+    require_output(out, out_size, plan->plan.output_bytes, "batch");
     decoder->decoder->decode(plan->plan, spans, static_cast<uint8_t*>(out));
   });
 }
@@ -324,11 +326,8 @@ dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
                                                  size_t count, void* out, size_t out_size) {
   return guarded([&] {
     require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
-    require(out != nullptr, "the output is a null pointer");
-    if (out_size < plan->plan.output_bytes)
-      throw Error(Errc::invalid_argument, "the output holds " + std::to_string(out_size) +
-                                              " bytes; the batch needs " +
-                                              std::to_string(plan->plan.output_bytes));
+    require(out != nullptr, "the output is a null pointer");  // (lent memory, even for 0 bytes)
+    require_output(out, out_size, plan->plan.output_bytes, "batch");
     const auto lent =  // (the bytes the decode writes: the checks look at their ends)
         decoder->decoder->wrap(dlprep::l3::MemoryKind::device, out, plan->plan.output_bytes);
     decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *lent);

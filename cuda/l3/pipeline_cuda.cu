@@ -6,12 +6,14 @@
 // retired its previous batch, which is what makes reusing its buffers safe without more events.
 //
 // Per batch, on the slot's stream: [e0] H2D of the input (from the staging buffer, or straight
-// from the caller's pinned buffer) and of the packed work list [e1] kernel [e2] the failure flag
-// back to pinned memory [e3]. wait() synchronises on e3 only.
+// from the caller's pinned buffer) and of the packed work list, a wait for the caller's streams
+// (order_after) [e1] kernel [e2] the failure flag back to pinned memory [e3]. wait()
+// synchronises on e3 only.
 #include <cuda_runtime.h>
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/cuda_check.hpp"
@@ -36,6 +38,7 @@ struct Slot {
   DeviceArray<uint8_t> status;
   DeviceArray<uint32_t> failed;
   Event events[4];
+  Event caller;  // recorded on a caller's stream, waited for before the kernel
   const l3::BatchPlan* plan = nullptr;
   uint32_t* flag = nullptr;  // in `staging`
 };
@@ -48,6 +51,7 @@ struct L3Pipeline::Impl {
   }
   l3::SlotRing ring;
   std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<std::uintptr_t> after;  // the callers' streams the next kernel waits for
 
   // Fills the slot's staging (the files when `files` is given, then the work list) and queues
   // the batch. `pinned_in` is the caller's pinned input when `files` is null.
@@ -55,6 +59,9 @@ struct L3Pipeline::Impl {
                   uint8_t* device_out) {
     const size_t input = files != nullptr ? align16(plan.input_bytes) : 0;
     const WorkLayout layout = work_layout(plan);
+    // Taken by this submit, whether it succeeds or not: a later one must not record on a stream
+    // the caller may have destroyed since.
+    const std::vector<std::uintptr_t> callers = std::exchange(after, {});
     const l3::SlotRing::Entry e = ring.push();  // throws when full, before touching a slot
     Slot& slot = *slots[e.slot];
     try {
@@ -81,6 +88,12 @@ struct L3Pipeline::Impl {
               cudaMemcpyAsync(device, pinned_in, plan.input_bytes, cudaMemcpyHostToDevice, s));
         DLPREP_CUDA_CHECK(
             cudaMemcpyAsync(device + device_input, host, layout.bytes, cudaMemcpyHostToDevice, s));
+      }
+      // The output may still be in use on the callers' streams; the copies above need not wait.
+      // (An event re-recorded after cudaStreamWaitEvent leaves the earlier wait as it was.)
+      for (const std::uintptr_t caller : callers) {
+        slot.caller.record(reinterpret_cast<cudaStream_t>(caller));
+        DLPREP_CUDA_CHECK(cudaStreamWaitEvent(s, slot.caller.get(), 0));
       }
       launch_decode(plan, device, device + device_input, device_out, status, failed, s,
                     slot.events[1].get());
@@ -137,6 +150,10 @@ uint64_t L3Pipeline::submit(const l3::BatchPlan& plan, const uint8_t* const* fil
 uint64_t L3Pipeline::submit_pinned(const l3::BatchPlan& plan, const uint8_t* pinned_in,
                                    uint8_t* device_out) {
   return impl_->submit(plan, nullptr, pinned_in, device_out);
+}
+
+void L3Pipeline::order_after(std::uintptr_t stream) {
+  if (stream != 0) impl_->after.push_back(stream);
 }
 
 uint64_t L3Pipeline::wait(L3DecodeTimings* timings) { return impl_->wait(timings); }

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* Bumped when a declaration below changes; callers check it before they call anything else. */
-#define DLPREP_L3_API_VERSION 1
+#define DLPREP_L3_API_VERSION 2
 
 /* The kinds of failure: dlprep's error kinds (lib/core/error.hpp), in the order of the CLI's
  * exit-status mapping. */
@@ -132,23 +132,67 @@ dlprep_status dlprep_l3_decode_batch(dlprep_l3_decoder* decoder, const dlprep_l3
 typedef struct dlprep_l3_tensor dlprep_l3_tensor;
 
 /* Like dlprep_l3_decode_batch(), but the tensor stays in the decoder's device memory: a new
- * tensor of the plan's output bytes. The call returns once the tensor is complete. */
+ * tensor of the plan's output bytes. The files are copied into pinned staging memory and go to
+ * the device in one copy. The call returns once the tensor is complete. */
 dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dlprep_l3_plan* plan,
                                             const void* const* files, const size_t* sizes,
                                             size_t count, dlprep_l3_tensor** tensor);
 /* The same into device memory the caller owns, `out_size` >= the plan's output bytes at `out`:
  * a framework's tensor (with CUDA: device memory of the decoder's GPU or managed memory,
  * checked at both ends), decoded into without a copy or an allocation. The decode runs on the
- * decoder's own stream: no work on any stream may use the memory meanwhile. */
+ * decoder's own stream, after the work queued on `after_stream` (a cudaStream_t as an integer,
+ * as the CUDA array interface's "stream": 1 the legacy default stream, 2 the per-thread
+ * default stream; 0 none), which must be a live stream of the decoder's GPU: the stream of the
+ * memory's last use. No other work may use the memory until the call returns. The CPU backend
+ * ignores `after_stream`. */
 dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
                                                  const dlprep_l3_plan* plan,
                                                  const void* const* files, const size_t* sizes,
-                                                 size_t count, void* out, size_t out_size);
+                                                 size_t count, void* out, size_t out_size,
+                                                 uintptr_t after_stream);
+
+/* A new tensor of `bytes` (0 = 1) in the decoder's device memory, its contents undefined: the
+ * output of a pipelined batch. */
+dlprep_status dlprep_l3_tensor_create(dlprep_l3_decoder* decoder, uint64_t bytes,
+                                      dlprep_l3_tensor** tensor);
 
 /* The tensor's first byte (a device address with CUDA) and its size. */
 void* dlprep_l3_tensor_data(const dlprep_l3_tensor* tensor);
 uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor);
 void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor);
+
+/* ---- Overlapped batches (man/libdlprep_l3.3, PIPELINES) ---- */
+
+/* Up to `depth` batches in flight on the decoder's device: while one decodes, the files of the
+ * next go to the device (with CUDA: each batch in flight has its own stream and pinned staging
+ * memory). Batches complete in the order they were submitted. One thread at a time; it may
+ * outlive its decoder, and may be used on another thread than the decoder's. */
+typedef struct dlprep_l3_pipeline dlprep_l3_pipeline;
+
+/* `depth`: 1 to 16 (2 overlaps a copy with a decode; 0 = 2). */
+dlprep_status dlprep_l3_pipeline_create(dlprep_l3_decoder* decoder, unsigned depth,
+                                        dlprep_l3_pipeline** pipeline);
+/* Waits for the batches in flight (their failures are not reported), then frees the pipeline. */
+void dlprep_l3_pipeline_destroy(dlprep_l3_pipeline* pipeline);
+/* Batches submitted and not yet returned by dlprep_l3_pipeline_wait(). */
+size_t dlprep_l3_pipeline_in_flight(const dlprep_l3_pipeline* pipeline);
+
+/* Starts a batch: copies the files (validated by `plan`, made from them) into staging memory on
+ * the calling thread, then queues their decode into `out` (memory as for
+ * dlprep_l3_decode_batch_into_device(), or a tensor's data), to run after the work queued on
+ * `after_stream` by now (0: none). The files and the plan may be released when the call
+ * returns; `out` must stay allocated until dlprep_l3_pipeline_wait() has returned the batch.
+ * *ticket: the batch's number, 0, 1, 2, ... in submission order. Refused with
+ * DLPREP_INVALID_ARGUMENT when `depth` batches are in flight: wait first. */
+dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlprep_l3_plan* plan,
+                                        const void* const* files, const size_t* sizes, size_t count,
+                                        void* out, size_t out_size, uintptr_t after_stream,
+                                        uint64_t* ticket);
+/* Waits for the oldest batch in flight and sets *ticket to its number (also on failure). On
+ * success its tensor is complete. A damaged file fails it as dlprep_l3_decode_batch() would
+ * (DLPREP_CORRUPT_DATA, "image 3: ..."): the batch is dropped and the pipeline stays usable.
+ * DLPREP_INVALID_ARGUMENT when nothing is in flight. */
+dlprep_status dlprep_l3_pipeline_wait(dlprep_l3_pipeline* pipeline, uint64_t* ticket);
 
 #ifdef __cplusplus
 }

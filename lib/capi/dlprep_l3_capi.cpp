@@ -1,8 +1,10 @@
 // The C interface (dlprep_l3.h) over lib/l3: argument checks, then the C++ call inside one
 // catch that turns every exception into a status and the thread's message.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <new>
@@ -16,18 +18,35 @@
 #include "l3/l3.hpp"
 
 struct dlprep_l3_decoder {
-  std::unique_ptr<dlprep::l3::BatchDecoder> decoder;
-  std::unique_ptr<dlprep::l3::BatchBuffer>
-      input;  // device copy of the files, reused while big enough
+  // Shared with the pipelines made from it, which may outlive this object.
+  std::shared_ptr<dlprep::l3::BatchDecoder> decoder;
+  // Depth 1, for the synchronous device decodes (made at the first): its pinned staging takes
+  // the files to the device in one copy.
+  std::unique_ptr<dlprep::l3::BatchPipeline> pipeline;
   std::string device;
 };
 
 struct dlprep_l3_plan {
-  dlprep::l3::BatchPlan plan;
+  // Shared with the pipelines' batches in flight, which need it until they are waited for.
+  std::shared_ptr<const dlprep::l3::BatchPlan> plan;
 };
 
 struct dlprep_l3_tensor {
   std::unique_ptr<dlprep::l3::BatchBuffer> buffer;
+};
+
+struct dlprep_l3_pipeline {
+  struct Batch {
+    uint64_t ticket;
+    std::shared_ptr<const dlprep::l3::BatchPlan> plan;
+    std::unique_ptr<dlprep::l3::BatchBuffer> out;  // lent memory
+  };
+  // In this order, so that the pipeline (whose destructor finishes the batches in flight) goes
+  // first, then what those batches use.
+  std::shared_ptr<dlprep::l3::BatchDecoder> decoder;
+  std::deque<Batch> in_flight;  // as the pipeline's, oldest first
+  uint64_t submitted = 0;       // tickets handed out (the pipeline's own count)
+  std::unique_ptr<dlprep::l3::BatchPipeline> pipeline;
 };
 
 namespace {
@@ -153,18 +172,44 @@ dlprep::l3::DecodeOptions decode_options(const dlprep_l3_batch_options* options)
   return out;
 }
 
-// Uploads the files into the decoder's device input buffer (grown as batches need) and decodes
-// them into `out`, device memory of the decoder's backend.
-void decode_on_device(dlprep_l3_decoder& decoder, const dlprep::l3::BatchPlan& plan,
-                      const std::vector<ByteSpan>& files, dlprep::l3::BatchBuffer& out) {
-  dlprep::l3::BatchDecoder& backend = *decoder.decoder;
-  const size_t input_bytes = std::max<uint64_t>(plan.input_bytes, 1);
-  if (!decoder.input || decoder.input->size() < input_bytes) {
-    decoder.input.reset();  // free the old one first: device memory is the scarce kind
-    decoder.input = backend.allocate(dlprep::l3::MemoryKind::device, input_bytes);
+// Memory the caller lends for a batch's tensor: `out_size` bytes at `out`, device memory of the
+// decoder's backend (checked there), enough for the plan.
+std::unique_ptr<dlprep::l3::BatchBuffer> lent_output(dlprep::l3::BatchDecoder& backend,
+                                                     const dlprep::l3::BatchPlan& plan, void* out,
+                                                     size_t out_size) {
+  require(out != nullptr, "the output is a null pointer");  // (lent memory, even for 0 bytes)
+  require_output(out, out_size, plan.output_bytes, "batch");
+  // The bytes the decode writes: the checks look at their ends.
+  return backend.wrap(dlprep::l3::MemoryKind::device, out, plan.output_bytes);
+}
+
+// Waits for every batch in flight, dropping their failures; stops when a wait retires nothing
+// (another GPU is current).
+void drain(dlprep::l3::BatchPipeline& pipeline) noexcept {
+  for (size_t left = pipeline.in_flight(); left > 0; left = pipeline.in_flight()) {
+    try {
+      (void)pipeline.wait();
+    } catch (...) {
+      if (pipeline.in_flight() == left) return;
+    }
   }
-  backend.upload(plan, files, *decoder.input);
-  backend.decode_device(plan, *decoder.input, out);
+}
+
+// Decodes the files into `out`, device memory of the decoder's backend, through the decoder's
+// own pipeline; returns once the tensor is complete.
+void decode_on_device(dlprep_l3_decoder& decoder, const dlprep::l3::BatchPlan& plan,
+                      const std::vector<ByteSpan>& files, dlprep::l3::BatchBuffer& out,
+                      uintptr_t after_stream) {
+  if (!decoder.pipeline) decoder.pipeline = decoder.decoder->make_pipeline({.depth = 1});
+  dlprep::l3::BatchPipeline& pipeline = *decoder.pipeline;
+  pipeline.order_after_stream(after_stream);
+  try {
+    (void)pipeline.submit(plan, files, out);
+  } catch (...) {
+    drain(pipeline);  // a batch that could not be queued still holds its ticket
+    throw;
+  }
+  (void)pipeline.wait();
 }
 
 }  // namespace
@@ -256,7 +301,8 @@ dlprep_status dlprep_l3_plan_create(const void* const* files, const size_t* size
     *plan = nullptr;
     const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
     auto made = std::make_unique<dlprep_l3_plan>();
-    made->plan = dlprep::l3::plan_batch(spans, decode_options(options));
+    made->plan = std::make_shared<const dlprep::l3::BatchPlan>(
+        dlprep::l3::plan_batch(spans, decode_options(options)));
     *plan = made.release();
   });
 }
@@ -264,16 +310,16 @@ dlprep_status dlprep_l3_plan_create(const void* const* files, const size_t* size
 void dlprep_l3_plan_destroy(dlprep_l3_plan* plan) { delete plan; }
 
 size_t dlprep_l3_plan_count(const dlprep_l3_plan* plan) {
-  return plan == nullptr ? 0 : plan->plan.images.size();
+  return plan == nullptr ? 0 : plan->plan->images.size();
 }
 
 uint64_t dlprep_l3_plan_output_bytes(const dlprep_l3_plan* plan) {
-  return plan == nullptr ? 0 : plan->plan.output_bytes;
+  return plan == nullptr ? 0 : plan->plan->output_bytes;
 }
 
 uint32_t dlprep_l3_plan_element_bytes(const dlprep_l3_plan* plan) {
   if (plan == nullptr) return 0;
-  switch (plan->plan.layout) {
+  switch (plan->plan->layout) {
     case dlprep::l3::OutputLayout::nchw_f32:
       return 4;
     case dlprep::l3::OutputLayout::nchw_f16:
@@ -287,8 +333,8 @@ dlprep_status dlprep_l3_plan_window(const dlprep_l3_plan* plan, size_t index,
                                     dlprep_l3_window* window) {
   return guarded([&] {
     require(plan != nullptr && window != nullptr, "the plan or the window is a null pointer");
-    require(index < plan->plan.images.size(), "the image index is outside the batch");
-    const dlprep::l3::BatchImage& image = plan->plan.images[index];
+    require(index < plan->plan->images.size(), "the image index is outside the batch");
+    const dlprep::l3::BatchImage& image = plan->plan->images[index];
     *window = {image.out_width, image.out_height, image.channels,
                image.crop_x,    image.crop_y,     image.dst};
   });
@@ -300,8 +346,8 @@ dlprep_status dlprep_l3_decode_batch(dlprep_l3_decoder* decoder, const dlprep_l3
   return guarded([&] {
     require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
     const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
-    require_output(out, out_size, plan->plan.output_bytes, "batch");
-    decoder->decoder->decode(plan->plan, spans, static_cast<uint8_t*>(out));
+    require_output(out, out_size, plan->plan->output_bytes, "batch");
+    decoder->decoder->decode(*plan->plan, spans, static_cast<uint8_t*>(out));
   });
 }
 
@@ -314,8 +360,8 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
     *tensor = nullptr;
     auto made = std::make_unique<dlprep_l3_tensor>();
     made->buffer = decoder->decoder->allocate(dlprep::l3::MemoryKind::device,
-                                              std::max<uint64_t>(plan->plan.output_bytes, 1));
-    decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *made->buffer);
+                                              std::max<uint64_t>(plan->plan->output_bytes, 1));
+    decode_on_device(*decoder, *plan->plan, file_spans(files, sizes, count), *made->buffer, 0);
     *tensor = made.release();
   });
 }
@@ -323,14 +369,26 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
 dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
                                                  const dlprep_l3_plan* plan,
                                                  const void* const* files, const size_t* sizes,
-                                                 size_t count, void* out, size_t out_size) {
+                                                 size_t count, void* out, size_t out_size,
+                                                 uintptr_t after_stream) {
   return guarded([&] {
     require(decoder != nullptr && plan != nullptr, "the decoder or the plan is a null pointer");
-    require(out != nullptr, "the output is a null pointer");  // (lent memory, even for 0 bytes)
-    require_output(out, out_size, plan->plan.output_bytes, "batch");
-    const auto lent =  // (the bytes the decode writes: the checks look at their ends)
-        decoder->decoder->wrap(dlprep::l3::MemoryKind::device, out, plan->plan.output_bytes);
-    decode_on_device(*decoder, plan->plan, file_spans(files, sizes, count), *lent);
+    const auto lent = lent_output(*decoder->decoder, *plan->plan, out, out_size);
+    decode_on_device(*decoder, *plan->plan, file_spans(files, sizes, count), *lent, after_stream);
+  });
+}
+
+dlprep_status dlprep_l3_tensor_create(dlprep_l3_decoder* decoder, uint64_t bytes,
+                                      dlprep_l3_tensor** tensor) {
+  return guarded([&] {
+    require(decoder != nullptr && tensor != nullptr, "the decoder or the tensor is a null pointer");
+    *tensor = nullptr;
+    if (bytes > SIZE_MAX)
+      throw Error(Errc::limit_exceeded, "the tensor overflows the address space");
+    auto made = std::make_unique<dlprep_l3_tensor>();
+    made->buffer =
+        decoder->decoder->allocate(dlprep::l3::MemoryKind::device, std::max<uint64_t>(bytes, 1));
+    *tensor = made.release();
   });
 }
 
@@ -343,5 +401,76 @@ uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor) {
 }
 
 void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor) { delete tensor; }
+
+dlprep_status dlprep_l3_pipeline_create(dlprep_l3_decoder* decoder, unsigned depth,
+                                        dlprep_l3_pipeline** pipeline) {
+  return guarded([&] {
+    require(decoder != nullptr && pipeline != nullptr,
+            "the decoder or the pipeline is a null pointer");
+    *pipeline = nullptr;
+    auto made = std::make_unique<dlprep_l3_pipeline>();
+    made->decoder = decoder->decoder;
+    made->pipeline = decoder->decoder->make_pipeline({.depth = depth == 0 ? 2 : depth});
+    *pipeline = made.release();
+  });
+}
+
+void dlprep_l3_pipeline_destroy(dlprep_l3_pipeline* pipeline) {
+  if (pipeline == nullptr) return;
+  drain(*pipeline->pipeline);
+  delete pipeline;
+}
+
+size_t dlprep_l3_pipeline_in_flight(const dlprep_l3_pipeline* pipeline) {
+  return pipeline == nullptr ? 0 : pipeline->in_flight.size();
+}
+
+dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlprep_l3_plan* plan,
+                                        const void* const* files, const size_t* sizes, size_t count,
+                                        void* out, size_t out_size, uintptr_t after_stream,
+                                        uint64_t* ticket) {
+  return guarded([&] {
+    require(pipeline != nullptr && plan != nullptr && ticket != nullptr,
+            "the pipeline, the plan or the ticket is a null pointer");
+    dlprep::l3::BatchPipeline& p = *pipeline->pipeline;
+    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
+    dlprep_l3_pipeline::Batch batch{pipeline->submitted, plan->plan,
+                                    lent_output(*pipeline->decoder, *plan->plan, out, out_size)};
+    const size_t before = p.in_flight();
+    p.order_after_stream(after_stream);
+    try {
+      (void)p.submit(*batch.plan, spans, *batch.out);  // its ticket: both count the same submits
+    } catch (...) {
+      // A batch that took its ticket but could not be queued is still in flight: its wait
+      // reports it, as the pipeline's tickets retire in order.
+      if (p.in_flight() > before) {
+        pipeline->in_flight.push_back(std::move(batch));
+        ++pipeline->submitted;
+      }
+      throw;
+    }
+    *ticket = batch.ticket;
+    pipeline->in_flight.push_back(std::move(batch));
+    ++pipeline->submitted;
+  });
+}
+
+dlprep_status dlprep_l3_pipeline_wait(dlprep_l3_pipeline* pipeline, uint64_t* ticket) {
+  return guarded([&] {
+    require(pipeline != nullptr && ticket != nullptr,
+            "the pipeline or the ticket is a null pointer");
+    require(!pipeline->in_flight.empty(), "nothing is in flight: submit a batch first");
+    *ticket = pipeline->in_flight.front().ticket;
+    dlprep::l3::BatchPipeline& p = *pipeline->pipeline;
+    const size_t before = p.in_flight();
+    try {
+      (void)p.wait();
+    } catch (...) {
+      if (p.in_flight() < before) pipeline->in_flight.pop_front();  // retired: dropped
+      throw;
+    }
+    pipeline->in_flight.pop_front();
+  });
+}
 
 }  // extern "C"

@@ -180,6 +180,7 @@ class BatchPipelineCpu final : public BatchPipeline {
     for (size_t i = 0; i < bases.size(); ++i) bases[i] = in.data() + plan.images[i].src;
     return run(plan, bases, out);
   }
+  void order_after_stream(std::uintptr_t) override {}  // host memory: nothing is queued on it
   BatchResult wait() override {
     const SlotRing::Entry e = ring_.front();
     Done done = std::move(done_.front());

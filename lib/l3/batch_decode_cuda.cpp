@@ -67,17 +67,20 @@ std::vector<const uint8_t*> file_pointers(const BatchPlan& plan, std::span<const
 
 class BatchPipelineCuda final : public BatchPipeline {
  public:
-  explicit BatchPipelineCuda(const PipelineOptions& options)
-      : pipeline_(options.depth, options.low_priority) {}
+  // `device`: the GPU of the decoder that made it, current now.
+  BatchPipelineCuda(const PipelineOptions& options, int device)
+      : device_(device), pipeline_(options.depth, options.low_priority) {}
   unsigned depth() const override { return pipeline_.depth(); }
   size_t in_flight() const override { return pipeline_.in_flight(); }
   uint64_t submit(const BatchPlan& plan, std::span<const ByteSpan> files,
                   BatchBuffer& out) override {
+    cuda::require_current_device(device_);
     const std::vector<const uint8_t*> data = file_pointers(plan, files, "l3 pipeline");
     check_output(plan, out);
     return pipeline_.submit(plan, data.data(), out.data());
   }
   uint64_t submit(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) override {
+    cuda::require_current_device(device_);
     if (in.kind() != MemoryKind::pinned_host || in.size() < plan.input_bytes)
       throw Error(Errc::invalid_argument,
                   "l3 pipeline: the input buffer is not pinned host "
@@ -85,13 +88,16 @@ class BatchPipelineCuda final : public BatchPipeline {
     check_output(plan, out);
     return pipeline_.submit_pinned(plan, in.data(), out.data());
   }
+  void order_after_stream(std::uintptr_t stream) override { pipeline_.order_after(stream); }
   BatchResult wait() override {
+    cuda::require_current_device(device_);
     cuda::L3DecodeTimings t;
     const uint64_t ticket = pipeline_.wait(&t);
     return {ticket, to_timings(t)};
   }
 
  private:
+  const int device_;
   cuda::L3Pipeline pipeline_;
 };
 
@@ -143,7 +149,7 @@ class BatchDecoderCuda final : public BatchDecoder {
   DecodeTimings last_timings() const override { return to_timings(decoder_.last_timings()); }
   std::unique_ptr<BatchPipeline> make_pipeline(const PipelineOptions& options) override {
     cuda::require_current_device(device_);
-    return std::make_unique<BatchPipelineCuda>(options);
+    return std::make_unique<BatchPipelineCuda>(options, device_);
   }
   CopyBandwidth measure_copy_bandwidth(uint64_t bytes, const TimingParams& params) override {
     cuda::require_current_device(device_);

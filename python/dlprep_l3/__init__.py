@@ -32,7 +32,7 @@ import numpy as np
 __all__ = ["Error", "Info", "info", "decode", "read", "encode", "write", "BatchDecoder",
            "DeviceTensor", "Dataset", "webdataset_decoder"]
 
-API_VERSION = 1
+API_VERSION = 2
 
 
 class Error(Exception):
@@ -107,10 +107,16 @@ def _load():
         "dlprep_l3_decode_batch_device": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz,
                                                          pp]),
         "dlprep_l3_decode_batch_into_device": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz,
-                                                              vp, sz]),
+                                                              vp, sz, sz]),
+        "dlprep_l3_tensor_create": (ctypes.c_int, [vp, u64, pp]),
         "dlprep_l3_tensor_data": (vp, [vp]),
         "dlprep_l3_tensor_destroy": (None, [vp]),
-    }
+        "dlprep_l3_pipeline_create": (ctypes.c_int, [vp, ctypes.c_uint, pp]),
+        "dlprep_l3_pipeline_destroy": (None, [vp]),
+        "dlprep_l3_pipeline_submit": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz, vp, sz,
+                                                     sz, ctypes.POINTER(u64)]),
+        "dlprep_l3_pipeline_wait": (ctypes.c_int, [vp, ctypes.POINTER(u64)]),
+    }  # (uintptr_t, a stream, is size_t's width here: Linux)
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype, function.argtypes = restype, argtypes
@@ -123,10 +129,11 @@ def _load():
 _lib = _load()
 
 
-def _check(status):
+def _check(status, context=""):
+    """Raises the library's failure, its message after `context` ("batch 5: ")."""
     if status != 0:
         message = _lib.dlprep_l3_last_error().decode("utf-8", "replace")
-        raise Error(_STATUS_NAMES.get(status, "internal"), message)
+        raise Error(_STATUS_NAMES.get(status, "internal"), context + message)
 
 
 def _bytes_of(data):
@@ -292,9 +299,24 @@ def _new_locks_after_fork():
 os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
+def _stream_of(interface):
+    """The stream a CUDA array interface names (version 3): the one on which the array's last
+    work was queued, that a writer must wait for; 0 for none (versions 2, or None)."""
+    stream = interface.get("stream")
+    if stream is None:
+        return 0
+    stream = operator.index(stream)
+    if stream == 0:
+        raise ValueError("dlprep_l3: the array's __cuda_array_interface__ names stream 0, which "
+                         "the interface disallows (1 is the legacy default stream)")
+    if not 0 < stream < 2**64:
+        raise ValueError(f"dlprep_l3: the array's __cuda_array_interface__ names stream {stream}")
+    return stream
+
+
 def _device_memory_of(array):
-    """The address, shape and typestr of a contiguous, writable GPU array (the CUDA array
-    interface, versions 2 and 3)."""
+    """The address, shape, typestr and stream of a contiguous, writable GPU array (the CUDA
+    array interface, versions 2 and 3)."""
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         raise ValueError("dlprep_l3: out for output='device' must be a GPU array (a torch.cuda "
@@ -308,7 +330,95 @@ def _device_memory_of(array):
             interface.get("strides") is not None and tuple(interface["strides"]) != tuple(
                 contiguous) and int(np.prod(shape)) > 1):
         raise ValueError("dlprep_l3: out must be a contiguous, writable GPU array without a mask")
-    return pointer, shape, np.dtype(interface["typestr"]).str
+    return pointer, shape, np.dtype(interface["typestr"]).str, _stream_of(interface)
+
+
+_END = object()
+
+
+def _check_layout(layout):
+    if layout not in _LAYOUT_DTYPES:
+        raise Error("invalid_argument", f"unknown layout '{layout}' (nhwc-u8, nchw-f32, nchw-f16)")
+
+
+class _Batch:
+    """A batch's files, checked and planned: the plan, the C arrays of the files (whose views
+    keep their memory alive), each image's window and the tensor's bytes."""
+
+    def __init__(self, files, options, context=""):
+        if isinstance(files, (bytes, bytearray, memoryview)) or (
+                isinstance(files, np.ndarray) and files.dtype != object):
+            raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
+                            "one file")
+        self.views = [_bytes_of(f) for f in files]
+        self.count = len(self.views)
+        self.pointers = (ctypes.c_void_p * max(self.count, 1))(
+            *[v.ctypes.data for v in self.views])
+        self.sizes = (ctypes.c_size_t * max(self.count, 1))(*[v.size for v in self.views])
+        plan = ctypes.c_void_p()
+        _check(_lib.dlprep_l3_plan_create(self.pointers, self.sizes, self.count,
+                                          ctypes.byref(options), ctypes.byref(plan)), context)
+        self.plan = _Handle(plan.value, _lib.dlprep_l3_plan_destroy)
+        try:
+            self.windows = []
+            for i in range(self.count):
+                window = _Window()
+                _check(_lib.dlprep_l3_plan_window(self.plan.pointer, i, ctypes.byref(window)))
+                self.windows.append(window)
+            self.total = _lib.dlprep_l3_plan_output_bytes(self.plan.pointer)
+        except BaseException:
+            self.plan.close()
+            raise
+
+    def close(self):
+        self.plan.close()
+
+
+def _tensor_shape(batch, layout, make):
+    """make(offset, shape, dtype, typestr) of the batch: one (N, ...) tensor when every window
+    has the same shape, else a list of N."""
+    dtype, typestr = _LAYOUT_DTYPES[layout]
+
+    def window_shape(w):
+        if layout == "nhwc-u8":
+            return (w.height, w.width, w.channels)
+        return (w.channels, w.height, w.width)
+
+    shapes = [window_shape(w) for w in batch.windows]
+    if shapes and all(s == shapes[0] for s in shapes):
+        return make(batch.windows[0].offset_bytes, (len(shapes),) + shapes[0], dtype, typestr)
+    return [make(w.offset_bytes, s, dtype, typestr) for w, s in zip(batch.windows, shapes)]
+
+
+def _device_tensors(owner, batch, layout):
+    return _tensor_shape(batch, layout, lambda offset, shape, dtype, typestr:
+                         DeviceTensor(owner, offset, shape, dtype, typestr))
+
+
+def _host_arrays(buffer, batch, layout):
+    return _tensor_shape(batch, layout, lambda offset, shape, dtype, typestr:
+                         buffer[offset:].view(dtype)[:int(np.prod(shape))].reshape(shape))
+
+
+def _memory_for_batch(array, batch, layout, device):
+    """The address and stream (0: none) of `array`, the memory a batch is decoded into: a GPU
+    array (`device`) or a NumPy array of exactly the batch's shape and dtype."""
+    expected = _tensor_shape(batch, layout, lambda offset, shape, dtype, typestr:
+                             (shape, typestr))
+    if isinstance(expected, list):
+        raise ValueError("dlprep_l3: out needs a batch whose images all have one shape (size, "
+                         "or crop, and channel count); this one has several")
+    if device:
+        pointer, shape, typestr, stream = _device_memory_of(array)
+    elif (isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable):
+        pointer, shape, typestr, stream = array.ctypes.data, array.shape, array.dtype.str, 0
+    else:
+        raise ValueError("dlprep_l3: out for the CPU backend must be C-contiguous writable NumPy "
+                         "arrays")
+    if (shape, typestr) != expected:
+        raise ValueError(f"dlprep_l3: out is {typestr} {shape}; the batch is "
+                         f"{expected[1]} {expected[0]}")
+    return pointer, stream
 
 
 class BatchDecoder:
@@ -362,86 +472,171 @@ class BatchDecoder:
             array of at least the tensor's bytes, and the result is a view of it; with
             output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
             a CuPy array: anything with the CUDA array interface) of exactly the batch's shape
-            and dtype, which no work on any stream may still use (torch.cuda.synchronize()
-            first, if it may), and the result is `out` itself, complete.
+            and dtype, and the result is `out` itself, complete. The decode waits for the work
+            queued on the stream its interface names (PyTorch's and CuPy's current stream when
+            it is read), so a tensor still in use there may be passed; work on other streams
+            must be done with it (torch.cuda.synchronize() first, if it may not be).
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch is checked; the first damaged one raises Error naming
-        its image."""
-        if layout not in _LAYOUT_DTYPES:
-            raise Error("invalid_argument", f"unknown layout '{layout}' (nhwc-u8, nchw-f32, "
-                        "nchw-f16)")
+        its image. From host files, the CUDA backend copies them to pinned memory and the GPU
+        in one transfer; decode_batches() overlaps that with the decode of other batches."""
+        _check_layout(layout)
         if output not in ("host", "device"):
             raise Error("invalid_argument", f"unknown output '{output}' (host, device)")
         if output == "device" and self.device != "cuda":
             raise Error("device_unavailable", "output='device' needs the CUDA backend; this "
                         f"decoder runs on the {self.device}")
-        with self._lock:
-            if not self._handle.pointer:
-                raise Error("invalid_argument", "the decoder is closed")
-            return self._decode(files, layout, mean, std, crop, crop_mode, seed, output, out)
-
-    def _decode(self, files, layout, mean, std, crop, crop_mode, seed, output, out):
-        if isinstance(files, (bytes, bytearray, memoryview)) or (
-                isinstance(files, np.ndarray) and files.dtype != object):
-            raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
-                            "one file")
-        views = [_bytes_of(f) for f in files]
-        count = len(views)
-        pointers = (ctypes.c_void_p * max(count, 1))(*[v.ctypes.data for v in views])
-        sizes = (ctypes.c_size_t * max(count, 1))(*[v.size for v in views])
         options = self._options(layout, mean, std, crop, crop_mode, seed)
-        plan_pointer = ctypes.c_void_p()
-        _check(_lib.dlprep_l3_plan_create(pointers, sizes, count, ctypes.byref(options),
-                                          ctypes.byref(plan_pointer)))
-        plan = _Handle(plan_pointer.value, _lib.dlprep_l3_plan_destroy)
-        try:
-            windows = []
-            for i in range(count):
-                window = _Window()
-                _check(_lib.dlprep_l3_plan_window(plan.pointer, i, ctypes.byref(window)))
-                windows.append(window)
-            total = _lib.dlprep_l3_plan_output_bytes(plan.pointer)
-            if output == "device" and out is not None:
-                if not windows:
-                    return out
-                pointer, shape, typestr = _device_memory_of(out)
-                expected = self._shape(windows, layout, lambda offset, shape, dtype, typestr:
-                                       (shape, typestr))
-                if isinstance(expected, list):
-                    raise ValueError("dlprep_l3: out needs a batch whose images all have one "
-                                     "shape (size, or crop, and channel count); this one has "
-                                     "several")
-                if (shape, typestr) != expected:
-                    raise ValueError(f"dlprep_l3: out is {typestr} {shape}; the batch is "
-                                     f"{expected[1]} {expected[0]}")
-                if total:
-                    _check(_lib.dlprep_l3_decode_batch_into_device(
-                        self._handle.pointer, plan.pointer, pointers, sizes, count, pointer,
-                        total))
+        with self._lock:
+            self._require_open()
+            batch = _Batch(files, options)
+            try:
+                return self._decode(batch, layout, output, out)
+            finally:
+                batch.close()
+
+    def _require_open(self):
+        if not self._handle.pointer:
+            raise Error("invalid_argument", "the decoder is closed")
+
+    def _decode(self, batch, layout, output, out):
+        decoder = self._handle.pointer
+        if output == "device" and out is not None:
+            if not batch.windows:
                 return out
-            if output == "device":
-                tensor = ctypes.c_void_p()
-                _check(_lib.dlprep_l3_decode_batch_device(self._handle.pointer, plan.pointer,
-                                                          pointers, sizes, count,
-                                                          ctypes.byref(tensor)))
-                owner = _Handle(tensor.value, _lib.dlprep_l3_tensor_destroy)
-                return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
-                                   DeviceTensor(owner, offset, shape, dtype, typestr))
-            if out is None:
-                buffer = np.empty(total, dtype=np.uint8)
-            elif (not isinstance(out, np.ndarray) or not out.flags.c_contiguous
-                  or not out.flags.writeable or out.nbytes < total):
-                raise ValueError(f"dlprep_l3: out must be a C-contiguous writable array of at "
-                                 f"least {total} bytes")
-            else:
-                buffer = out.reshape(-1).view(np.uint8)
-            _check(_lib.dlprep_l3_decode_batch(self._handle.pointer, plan.pointer, pointers,
-                                               sizes, count, buffer.ctypes.data, total))
-            return self._shape(windows, layout, lambda offset, shape, dtype, typestr:
-                               buffer[offset:].view(dtype)[:int(np.prod(shape))].reshape(shape))
+            pointer, stream = _memory_for_batch(out, batch, layout, device=True)
+            if batch.total:
+                _check(_lib.dlprep_l3_decode_batch_into_device(
+                    decoder, batch.plan.pointer, batch.pointers, batch.sizes, batch.count,
+                    pointer, batch.total, stream))
+            return out
+        if output == "device":
+            tensor = ctypes.c_void_p()
+            _check(_lib.dlprep_l3_decode_batch_device(decoder, batch.plan.pointer, batch.pointers,
+                                                      batch.sizes, batch.count,
+                                                      ctypes.byref(tensor)))
+            return _device_tensors(_Handle(tensor.value, _lib.dlprep_l3_tensor_destroy), batch,
+                                   layout)
+        if out is None:
+            buffer = np.empty(batch.total, dtype=np.uint8)
+        elif (not isinstance(out, np.ndarray) or not out.flags.c_contiguous
+              or not out.flags.writeable or out.nbytes < batch.total):
+            raise ValueError(f"dlprep_l3: out must be a C-contiguous writable array of at "
+                             f"least {batch.total} bytes")
+        else:
+            buffer = out.reshape(-1).view(np.uint8)
+        _check(_lib.dlprep_l3_decode_batch(decoder, batch.plan.pointer, batch.pointers,
+                                           batch.sizes, batch.count, buffer.ctypes.data,
+                                           batch.total))
+        return _host_arrays(buffer, batch, layout)
+
+    def decode_batches(self, batches, layout="nhwc-u8", mean=None, std=None, crop=None,
+                       crop_mode="center", seed=None, depth=2, out=None):
+        """Decodes an iterable of batches (each a sequence of L3 files, as decode() takes) and
+        yields their tensors in order, with `depth` batches (1 to 16) in flight: while the
+        caller uses one, the files of the next go to the GPU through pinned memory and decode
+        (the copy of one batch overlaps the decode of another). A generator: the files of a
+        batch are read from `batches` when it is submitted, `depth` ahead of the one yielded.
+
+        The tensors lie in the decoder's memory: a DeviceTensor with CUDA, a NumPy array with
+        the CPU backend (torch.as_tensor(batch, device="cuda") takes either); with images of
+        different sizes, a list as decode() gives. Options as for decode(); random crops draw
+        new windows for every batch, from seed + k for batch k when a seed is given.
+
+        out: instead of a new tensor per batch, a list of at least depth + 1 arrays of exactly
+            the batch's shape and dtype, decoded into in turn (batch k into out[k % len(out)],
+            which is what is yielded): GPU arrays with the CUDA array interface (CUDA), or
+            C-contiguous NumPy arrays (CPU backend). An array is decoded into again once the
+            generator has been resumed past the batch it held, after the work queued by then on
+            the stream its interface names (PyTorch's current stream), as decode()'s out.
+
+        A damaged batch raises Error ("batch 5: image 3: ...") and ends the generator; closing
+        it (or leaving the loop) waits for the batches in flight."""
+        _check_layout(layout)
+        depth = operator.index(depth)
+        if not 1 <= depth <= 16:
+            raise Error("invalid_argument", f"depth {depth}: 1 to 16 batches in flight")
+        if out is not None:
+            out = list(out)
+            if len(out) < depth + 1:
+                raise ValueError(f"dlprep_l3: out needs at least depth + 1 = {depth + 1} arrays "
+                                 f"(one per batch in flight and the one yielded), not {len(out)}")
+        if seed is not None:
+            seed = operator.index(seed)
+
+        def options_of(k):
+            return self._options(layout, mean, std, crop, crop_mode,
+                                 None if seed is None else (seed + k) % 2**64)
+
+        options_of(0)  # argument errors now, not at the first batch
+        with self._lock:
+            self._require_open()
+            pointer = ctypes.c_void_p()
+            _check(_lib.dlprep_l3_pipeline_create(self._handle.pointer, depth,
+                                                  ctypes.byref(pointer)))
+        pipeline = _Handle(pointer.value, _lib.dlprep_l3_pipeline_destroy)
+        return self._pipelined(iter(batches), layout, options_of, depth, out, pipeline)
+
+    def _pipelined(self, batches, layout, options_of, depth, ring, pipeline):
+        pending = collections.deque()  # (k, result, submitted), oldest first
+        count = 0
+
+        def fill():  # up to `depth` batches in flight
+            nonlocal count
+            while len(pending) < depth:
+                files = next(batches, _END)
+                if files is _END:
+                    return
+                target = None if ring is None else ring[count % len(ring)]
+                pending.append((count,) + self._submit(pipeline, files, layout, options_of(count),
+                                                       target, count))
+                count += 1
+
+        try:
+            fill()
+            while pending:
+                k, result, submitted = pending.popleft()
+                if submitted:
+                    ticket = ctypes.c_uint64()
+                    _check(_lib.dlprep_l3_pipeline_wait(pipeline.pointer, ctypes.byref(ticket)),
+                           f"batch {k}: ")
+                fill()  # `depth` in flight again while the caller works on batch k
+                yield result
         finally:
-            plan.close()
+            pipeline.close()  # waits for the batches in flight
+
+    def _submit(self, pipeline, files, layout, options, target, k):
+        """Starts batch `k` in `pipeline`, into `target` (or a new tensor); returns its result
+        and whether it went through the pipeline (an empty batch does not)."""
+        batch = _Batch(files, options, f"batch {k}: ")
+        try:
+            if not batch.windows:
+                return [], False
+            on_device = self.device == "cuda"
+            if target is not None:
+                pointer, stream = _memory_for_batch(target, batch, layout, device=on_device)
+                result = target
+            elif on_device:
+                tensor = ctypes.c_void_p()
+                with self._lock:  # the decoder's memory: it must not be closed meanwhile
+                    self._require_open()
+                    _check(_lib.dlprep_l3_tensor_create(self._handle.pointer, batch.total,
+                                                        ctypes.byref(tensor)))
+                owner = _Handle(tensor.value, _lib.dlprep_l3_tensor_destroy)
+                pointer, stream = _lib.dlprep_l3_tensor_data(owner.pointer), 0
+                result = _device_tensors(owner, batch, layout)
+            else:
+                buffer = np.empty(batch.total, dtype=np.uint8)
+                pointer, stream = buffer.ctypes.data, 0
+                result = _host_arrays(buffer, batch, layout)
+            ticket = ctypes.c_uint64()
+            _check(_lib.dlprep_l3_pipeline_submit(
+                pipeline.pointer, batch.plan.pointer, batch.pointers, batch.sizes, batch.count,
+                pointer, batch.total, stream, ctypes.byref(ticket)), f"batch {k}: ")
+            return result, True
+        finally:
+            batch.close()  # the pipeline holds the plan; the files were copied
 
     def _options(self, layout, mean, std, crop, crop_mode, seed):
         options = _BatchOptions()
@@ -473,21 +668,6 @@ class BatchDecoder:
             options.crop_width, options.crop_height = width, height
             options.seed = random.getrandbits(64) if seed is None else operator.index(seed) % 2**64
         return options
-
-    @staticmethod
-    def _shape(windows, layout, make):
-        """One (N, ...) tensor when every window has the same shape, else a list of N."""
-        dtype, typestr = _LAYOUT_DTYPES[layout]
-
-        def window_shape(w):
-            if layout == "nhwc-u8":
-                return (w.height, w.width, w.channels)
-            return (w.channels, w.height, w.width)
-
-        shapes = [window_shape(w) for w in windows]
-        if shapes and all(s == shapes[0] for s in shapes):
-            return make(windows[0].offset_bytes, (len(shapes),) + shapes[0], dtype, typestr)
-        return [make(w.offset_bytes, s, dtype, typestr) for w, s in zip(windows, shapes)]
 
 
 # The formats convert-dataset writes, and Pillow's name for each of the others.

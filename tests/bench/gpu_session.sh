@@ -19,7 +19,8 @@
 #                    Criteo CLI test, the NumPy differential test forced onto CUDA, and the fuzz
 #                    corpus replayed on the GPU against the CPU
 #   l3-bench         dlprep l3 bench --device cuda on carry/l3bench/{fhd,native}, then nvJPEG
-#                    through torchvision on the same pictures as JPEG
+#                    through torchvision on the same pictures as JPEG; then python_gpu_bench.py
+#                    (dlprep_l3: a call per batch against decode_batches) on fhd
 #   criteo-bench     criteo_cuda_bench.sh: $ROWS synthetic rows, each modulus of $MODULI; binary
 #                    rows first, the target row $REPEATS times, the others $E2E_REPEATS
 #   l3-sanitize      compute-sanitizer on the L3 suite's --quick (memcheck, racecheck), memcheck on
@@ -291,10 +292,14 @@ l3_bench_set() {  # l3_bench_set NAME: dlprep l3 bench on $SET/NAME, then torchv
 
 step_l3-bench() {
   ensure_built || return 1
-  local rc=0
+  local rc=0 rc_py=0
   l3_bench_set fhd || rc=1
   l3_bench_set native || rc=1
-  return "$rc"
+  # From Python: a call per batch against the overlapped decode_batches, into reused tensors.
+  PYTHONPATH=$B/python PYTHONDONTWRITEBYTECODE=1 "$PYTHON" tests/bench/python_gpu_bench.py \
+    "$SET/fhd" --batch 64 --repeats 5 2>&1 | tee -a "$OUT/summary.txt" || rc_py=$?
+  note "python_gpu_bench fhd: exit $rc_py"
+  ((rc == 0 && rc_py == 0))
 }
 
 # The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_WORD_CHECKSUM, the

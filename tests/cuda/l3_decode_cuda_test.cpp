@@ -9,9 +9,9 @@
 // golden file; batches of mixed sizes; every output layout (nhwc-u8, nchw-f32 and nchw-f16 with
 // per-channel mean/std) with and without centre and random crops; the device-resident entry
 // point (input already on the device); the overlapped pipeline (pageable and pinned inputs,
-// several depths, low priority, a damaged batch in the middle); damaged files reported with the
-// CPU's exact message. Outputs are poisoned before each decode, so an element the backend never
-// writes is a difference.
+// several depths, low priority, a damaged batch in the middle; a kernel that waits for a
+// caller's stream); damaged files reported with the CPU's exact message. Outputs are poisoned
+// before each decode, so an element the backend never writes is a difference.
 //
 // --device cpu runs the whole suite with the CPU backend in the place of the CUDA one: it checks
 // the test itself and the CPU backend's device-resident and pipeline paths where there is no GPU
@@ -32,6 +32,13 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#if DLPREP_L3_TEST_CALLER_STREAMS
+#include <cuda_runtime.h>  // (the emulated runtime in the emulated test)
+
+#include <chrono>
+#include <thread>
+#endif
 
 #include "core/error.hpp"
 #include "expect.hpp"
@@ -537,6 +544,49 @@ void run_pipeline_suite(BatchDecoder& gpu) {
   }
 }
 
+#if DLPREP_L3_TEST_CALLER_STREAMS
+// Sleeps on a caller's stream so that the work queued after it runs late: without the wait the
+// pipeline's kernel would run first on a GPU, and it always does on the emulated one.
+void CUDART_CB hold_stream(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+
+// A batch decoded into memory that a caller's stream still writes (a training stream's last use
+// of a reused tensor): order_after_stream() makes the kernel wait for that work, so the decoded
+// pixels are what remains. A caller's own stream, and the legacy default stream (handle 1).
+void check_pipeline_waits_for_caller_streams(BatchDecoder& gpu) {
+  if (gpu.device_name() != "cuda") return;
+  const Image image = make_image(200, 120, 3, Content::mixed, 71);
+  const Bytes file = encode(image, {});
+  const std::vector<ByteSpan> in = {ByteSpan(file)};
+  const BatchPlan plan = plan_batch(in);
+  const Bytes want = decode_with(reference(), plan, in, false);
+  const auto out = gpu.allocate(MemoryKind::device, plan.output_bytes);
+  for (const bool legacy : {false, true}) {
+    cudaStream_t caller = cudaStreamLegacy;
+    if (!legacy && cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking) != cudaSuccess) {
+      EXPECT(false, "caller stream: cannot create one");
+      return;
+    }
+    bool queued = cudaLaunchHostFunc(caller, hold_stream, nullptr) == cudaSuccess &&
+                  cudaMemsetAsync(out->data(), 0x5A, plan.output_bytes, caller) == cudaSuccess;
+    try {
+      const auto pipeline = gpu.make_pipeline();
+      pipeline->order_after_stream(reinterpret_cast<std::uintptr_t>(caller));
+      (void)pipeline->submit(plan, in, *out);
+      (void)pipeline->wait();
+    } catch (const Error& e) {
+      EXPECT(false, "caller stream: %s", e.what());
+    }
+    queued = cudaStreamSynchronize(caller) == cudaSuccess && queued;
+    EXPECT(queued, "caller stream: its work failed");
+    Bytes got(plan.output_bytes);
+    gpu.copy_out(got.data(), *out, 0, got.size());
+    EXPECT(got == want, "%s stream: the caller's later write won: %s",
+           legacy ? "the legacy default" : "a caller's", first_difference(plan, got, want).c_str());
+    if (!legacy) (void)cudaStreamDestroy(caller);
+  }
+}
+#endif
+
 // A damaged patch outside a crop is never read, on any backend.
 void check_crop_skips_damage(BatchDecoder& gpu) {
   const Image image = make_image(96, 64, 3, Content::mixed, 61);
@@ -601,6 +651,9 @@ int main(int argc, char** argv) {
     l3::run_suite(*decoder);
     l3::run_pipeline_suite(*decoder);
     l3::check_crop_skips_damage(*decoder);
+#if DLPREP_L3_TEST_CALLER_STREAMS
+    l3::check_pipeline_waits_for_caller_streams(*decoder);
+#endif
   } catch (const Error& e) {
     std::fprintf(stderr, "FAIL: %s\n", e.what());
     return 1;

@@ -466,22 +466,122 @@ class Batches(unittest.TestCase):
 
     def test_gpu_arrays_lent_as_out_are_checked_for_size_and_layout(self):
         class Lent:  # what torch.cuda tensors and CuPy arrays show
-            def __init__(self, shape, typestr, strides=None, read_only=False, mask=None):
+            def __init__(self, shape, typestr, strides=None, read_only=False, mask=None,
+                         stream=None):
                 self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
                                                  "data": (4096, read_only), "version": 3,
-                                                 "strides": strides, "mask": mask}
+                                                 "strides": strides, "mask": mask,
+                                                 "stream": stream}
 
         self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 3, 8, 8), "<f2")),
-                         (4096, (4, 3, 8, 8), "<f2"))
-        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", (8, 1))),
-                         (4096, (4, 8), "|u1"))
+                         (4096, (4, 3, 8, 8), "<f2", 0))
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", (8, 1), stream=1)),
+                         (4096, (4, 8), "|u1", 1))  # the stream the decode must wait for
+        self.assertEqual(dlprep_l3._device_memory_of(Lent((4, 8), "|u1", stream=2**63))[3],
+                         2**63)
         for bad in (Lent((4, 8), "|u1", (16, 1)), Lent((4, 8), "<f4", read_only=True),
-                    Lent((4, 8), "|u1", mask=object()), np.zeros(8, np.uint8)):
+                    Lent((4, 8), "|u1", mask=object()), np.zeros(8, np.uint8),
+                    Lent((4, 8), "|u1", stream=0), Lent((4, 8), "|u1", stream=-3),
+                    Lent((4, 8), "|u1", stream=2**64)):
             with self.assertRaises(ValueError):
                 dlprep_l3._device_memory_of(bad)
+        with self.assertRaises(TypeError):
+            dlprep_l3._device_memory_of(Lent((4, 8), "|u1", stream="default"))
         with self.assertRaises(dlprep_l3.Error) as caught:  # the cpu backend has no GPU memory
             self.decoder.decode(self.files, output="device", out=Lent((4, 8), "|u1"))
         self.assertEqual(caught.exception.status, "device_unavailable")
+
+    def test_pipelined_batches_come_in_order_as_decode_gives_them(self):
+        ragged = [self.files[0], dlprep_l3.encode(mixed_image(20, 24, 1, 11))]
+        batches = [self.files, self.files[1:], ragged, [], self.files[::-1], self.files[:1]]
+        kwargs = {"crop": (24, 20), "crop_mode": "random", "seed": 40}
+        for depth in (1, 2, 3):
+            with self.subTest(depth=depth):
+                got = list(self.decoder.decode_batches(batches[:2] + batches[4:], depth=depth,
+                                                       layout="nchw-f16", mean=9, std=3,
+                                                       **kwargs))
+                self.assertEqual(len(got), 4)
+                for k, (batch, files) in enumerate(zip(got, batches[:2] + batches[4:])):
+                    seeded = dict(kwargs, seed=40 + k)  # batch k draws from seed + k
+                    np.testing.assert_array_equal(batch, self.decoder.decode(
+                        files, layout="nchw-f16", mean=9, std=3, **seeded))
+        # Whole images: a ragged batch is a list, an empty one an empty list.
+        got = list(self.decoder.decode_batches(batches))
+        np.testing.assert_array_equal(got[0], np.stack(self.images))
+        self.assertIsInstance(got[2], list)
+        np.testing.assert_array_equal(got[2][1], mixed_image(20, 24, 1, 11))
+        self.assertEqual(got[3], [])
+        np.testing.assert_array_equal(got[4], np.stack(self.images[::-1]))
+        # Without a seed, every batch draws its own windows.
+        a, b = self.decoder.decode_batches([self.files] * 2, crop=(20, 30), crop_mode="random")
+        self.assertFalse(np.array_equal(a, b))
+
+    def test_pipelined_batches_are_read_depth_ahead_of_the_one_yielded(self):
+        pulled = []
+
+        def source():
+            for k in range(6):
+                pulled.append(k)
+                yield self.files
+
+        batches = self.decoder.decode_batches(source(), depth=3)
+        self.assertEqual(pulled, [])  # nothing before the first next()
+        first = next(batches)
+        self.assertEqual(pulled, [0, 1, 2, 3])  # 3 in flight while the caller has batch 0
+        np.testing.assert_array_equal(first, np.stack(self.images))
+        self.assertEqual(len(list(batches)), 5)
+        batches.close()
+
+    def test_pipelined_batches_decode_into_a_ring_of_arrays(self):
+        ring = [np.full((4, 48, 64, 3), 7, np.uint8) for _ in range(3)]
+        batches = [[f] * 4 for f in self.files] + [self.files]
+        for k, batch in enumerate(self.decoder.decode_batches(batches, depth=2, out=ring)):
+            self.assertIs(batch, ring[k % 3])
+            want = np.stack(self.images) if k == 4 else np.stack([self.images[k]] * 4)
+            np.testing.assert_array_equal(batch, want)
+        with self.assertRaises(ValueError):  # depth + 1 arrays at least
+            self.decoder.decode_batches(batches, depth=2, out=ring[:2])
+        with self.assertRaises(ValueError):  # each of the batch's shape
+            list(self.decoder.decode_batches(batches, depth=2,
+                                             out=ring[:2] + [np.zeros((4, 48, 64, 1), np.uint8)]))
+        with self.assertRaises(ValueError):
+            list(self.decoder.decode_batches(batches, depth=1,
+                                             out=[np.zeros((4, 48, 64, 3), np.float32)] * 2))
+
+    def test_a_damaged_pipelined_batch_is_named_and_ends_the_batches(self):
+        damaged = bytearray(self.files[1])
+        damaged[-2] ^= 0x04
+        batches = [self.files, self.files, [self.files[0], bytes(damaged)], self.files]
+        seen = []
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            for batch in self.decoder.decode_batches(batches, depth=2):
+                seen.append(batch)
+        self.assertEqual(len(seen), 2)
+        self.assertEqual(caught.exception.status, "corrupt_data")
+        self.assertTrue(str(caught.exception).startswith("batch 2: image 1: l3: "),
+                        str(caught.exception))
+        # A batch that does not plan is named the same way.
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            list(self.decoder.decode_batches([self.files, [self.files[0][:50]]]))
+        self.assertTrue(str(caught.exception).startswith("batch 1: image 0: "))
+        for kwargs in ({"depth": 0}, {"depth": 17}, {"layout": "nhwc-f64"}, {"crop": 65,
+                       "crop_mode": "corner"}):  # refused at the call, not at the first batch
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaises(dlprep_l3.Error):
+                    self.decoder.decode_batches(batches, **kwargs)
+
+    def test_pipelined_batches_outlive_their_decoder_and_stop_cleanly(self):
+        decoder = dlprep_l3.BatchDecoder("cpu")
+        batches = decoder.decode_batches([self.files] * 5, depth=2)
+        np.testing.assert_array_equal(next(batches), np.stack(self.images))
+        decoder.close()  # the pipeline keeps what it needs
+        self.assertEqual(len(list(batches)), 4)
+        with self.assertRaises(dlprep_l3.Error):
+            decoder.decode_batches([self.files])
+        left = self.decoder.decode_batches([self.files] * 5, depth=3)
+        next(left)
+        left.close()  # leaves the loop: waits for the batches in flight
+        self.assertEqual(list(left), [])
 
     def test_misused_arguments_are_named(self):
         with self.assertRaises(TypeError):
@@ -578,6 +678,29 @@ class Batches(unittest.TestCase):
                 gpu.decode(ragged, output="device",
                            out=torch.empty(48 * 64 * 3 + 20 * 24 * 3, dtype=torch.uint8,
                                            device="cuda"))
+            # The decode waits for the work queued on the tensor's stream (the interface's
+            # "stream"): a fill queued after a long spin there would otherwise land last.
+            if hasattr(torch.cuda, "_sleep"):
+                side = torch.cuda.Stream()
+                with torch.cuda.stream(side):
+                    torch.cuda._sleep(200_000_000)  # ~0.1 s of spinning on `side`
+                    pool.fill_(-1)
+                    gpu.decode(self.files, output="device", out=pool, layout="nchw-f16")
+                torch.cuda.synchronize()
+                np.testing.assert_array_equal(pool.cpu().numpy(),
+                                              self.decoder.decode(self.files, layout="nchw-f16"))
+            # Pipelined: new device tensors, and a ring of torch's own.
+            batches = [self.files, self.files[::-1], self.files[1:3]] * 2
+            for k, got in enumerate(gpu.decode_batches(batches, layout="nchw-f32", mean=3)):
+                np.testing.assert_array_equal(torch.as_tensor(got, device="cuda").cpu().numpy(),
+                                              self.decoder.decode(batches[k], layout="nchw-f32",
+                                                                  mean=3))
+            ring = [torch.empty((4, 48, 64, 3), dtype=torch.uint8, device="cuda")
+                    for _ in range(3)]
+            for k, got in enumerate(gpu.decode_batches(batches[:2] * 3, out=ring)):
+                self.assertIs(got, ring[k % 3])
+                np.testing.assert_array_equal(got.cpu().numpy(),
+                                              self.decoder.decode(batches[k % 2]))
 
 
 if __name__ == "__main__":

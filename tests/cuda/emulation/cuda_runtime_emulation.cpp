@@ -94,7 +94,11 @@ void set_device_memory_open(bool open) {
     }
 }
 
-cudaStream_t resolve(cudaStream_t stream) { return stream == nullptr ? &rt().legacy : stream; }
+cudaStream_t resolve(cudaStream_t stream) {
+  const bool default_stream =
+      stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+  return default_stream ? &rt().legacy : stream;
+}
 
 // Runs the work queued on `stream` up to and including the item for which `until` returns true
 // after it ran (all of it when `until` is empty).
@@ -399,6 +403,11 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   // staged, before the copy lands.
   if (kind == cudaMemcpyHostToDevice && !is_pinned(src, bytes)) return cudaSuccess;
   return run(nullptr);
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data) {
+  resolve(stream)->work.push_back([fn, data] { fn(data); });
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,

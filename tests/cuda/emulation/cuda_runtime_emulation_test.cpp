@@ -167,6 +167,24 @@ TEST_CASE("a stream that waits for an event runs the other stream up to that rec
   CHECK(cudaStreamDestroy(b) == cudaSuccess);
 }
 
+TEST_CASE("the default streams' handles (0, legacy, per-thread) name the one default stream") {
+  uint8_t* d = device_bytes(4);
+  uint8_t* pinned = pinned_bytes(4);
+  int calls = 0;
+  CHECK(cudaLaunchHostFunc(
+            cudaStreamPerThread, [](void* n) { ++*static_cast<int*>(n); }, &calls) == cudaSuccess);
+  CHECK(calls == 0);  // a host function is queued work too
+  CHECK(cudaMemsetAsync(d, 5, 4, cudaStreamLegacy) == cudaSuccess);
+  CHECK(cudaMemsetAsync(d, 6, 2, cudaStreamPerThread) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(pinned, d, 4, cudaMemcpyDeviceToHost, nullptr) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess);
+  CHECK(calls == 1);
+  CHECK(pinned[0] == 6);
+  CHECK(pinned[3] == 5);
+  CHECK(cudaFree(d) == cudaSuccess);
+  CHECK(cudaFreeHost(pinned) == cudaSuccess);
+}
+
 TEST_CASE("stream-ordered allocations are freed when the stream gets there") {
   cudaStream_t s = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);

@@ -26,6 +26,12 @@ Bytes encoded(uint32_t w, uint32_t h, uint32_t c, uint32_t seed = 1) {
 
 std::string last_error() { return dlprep_l3_last_error(); }
 
+// Damages every patch in the second half of an L3 file (the last channels'), which any crop
+// window reads: the headers, checked when a plan is made, stay valid.
+void damage_second_half(Bytes& file) {
+  for (size_t i = file.size() / 2; i < file.size(); ++i) file[i] ^= 0x55;
+}
+
 }  // namespace
 
 TEST_CASE("the loaded library reports the API version of its header") {
@@ -205,17 +211,137 @@ TEST_CASE("a batch decodes into the tensor of the C++ batch decoder, windows inc
   // Into memory the caller lends (the cpu backend's device memory is the host's).
   std::vector<uint8_t> lent(out.size() + 3, 0x5A);
   REQUIRE(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
-                                             lent.data() + 3, out.size()) == DLPREP_OK);
+                                             lent.data() + 3, out.size(), 0) == DLPREP_OK);
   CHECK(std::memcmp(lent.data() + 3, expected.data(), out.size()) == 0);
   CHECK(lent[2] == 0x5A);
   CHECK(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
-                                           lent.data(), out.size() - 1) == DLPREP_INVALID_ARGUMENT);
+                                           lent.data(), out.size() - 1,
+                                           0) == DLPREP_INVALID_ARGUMENT);
   CHECK(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3, nullptr,
-                                           out.size()) == DLPREP_INVALID_ARGUMENT);
+                                           out.size(), 0) == DLPREP_INVALID_ARGUMENT);
+  // A damaged file fails the device decode, and the decoder's next batch still decodes.
+  Bytes damaged = files[1];
+  damage_second_half(damaged);
+  const void* with_damage[] = {pointers[0], damaged.data(), pointers[2]};
+  CHECK(dlprep_l3_decode_batch_into_device(decoder, plan, with_damage, sizes.data(), 3,
+                                           lent.data() + 3, out.size(), 0) == DLPREP_CORRUPT_DATA);
+  CHECK(last_error().rfind("image 1: l3: ", 0) == 0);
+  std::fill(lent.begin(), lent.end(), 0x5A);
+  REQUIRE(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
+                                             lent.data() + 3, out.size(), 1) == DLPREP_OK);
+  CHECK(std::memcmp(lent.data() + 3, expected.data(), out.size()) == 0);
   dlprep_l3_decoder_destroy(decoder);  // a tensor outlives its decoder
   CHECK(std::memcmp(dlprep_l3_tensor_data(tensor), expected.data(), out.size()) == 0);
   dlprep_l3_tensor_destroy(tensor);
   dlprep_l3_plan_destroy(plan);
+}
+
+namespace {
+
+// Batch b of the pipeline test: two images whose sizes change with b, a crop to 24x20.
+struct PipelineBatch {
+  std::vector<Bytes> files;
+  std::vector<const void*> pointers;
+  std::vector<size_t> sizes;
+  dlprep_l3_plan* plan = nullptr;
+  Bytes expected;  // the C++ batch decoder's tensor
+};
+
+PipelineBatch pipeline_batch(uint32_t b) {
+  PipelineBatch batch;
+  std::vector<dlprep::ByteSpan> spans;
+  for (uint32_t i = 0; i < 2; ++i) {
+    batch.files.push_back(encoded(30 + 7 * b + i, 24 + 5 * i, 1 + (b + i) % 4, 40 + b));
+    spans.emplace_back(batch.files.back());
+  }
+  for (const Bytes& f : batch.files) {
+    batch.pointers.push_back(f.data());
+    batch.sizes.push_back(f.size());
+  }
+  dlprep_l3_batch_options options;
+  dlprep_l3_batch_options_init(&options);
+  options.crop = "center";
+  options.crop_width = 24;
+  options.crop_height = 20;
+  REQUIRE(dlprep_l3_plan_create(batch.pointers.data(), batch.sizes.data(), 2, &options,
+                                &batch.plan) == DLPREP_OK);
+  dlprep::l3::DecodeOptions cpp;
+  cpp.crop = dlprep::l3::CropMode::center;
+  cpp.crop_width = 24;
+  cpp.crop_height = 20;
+  batch.expected = dlprep::l3::make_batch_decoder_cpu()->decode(spans, nullptr, cpp);
+  return batch;
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline decodes batches in submission order, into tensors and lent memory") {
+  dlprep_l3_decoder* decoder = nullptr;
+  REQUIRE(dlprep_l3_decoder_create("cpu", 2, &decoder) == DLPREP_OK);
+  dlprep_l3_pipeline* pipeline = nullptr;
+  CHECK(dlprep_l3_pipeline_create(decoder, 17, &pipeline) == DLPREP_INVALID_ARGUMENT);
+  CHECK(last_error().find("expected 1 to 16") != std::string::npos);
+  REQUIRE(dlprep_l3_pipeline_create(decoder, 0, &pipeline) == DLPREP_OK);  // 0: depth 2
+
+  std::vector<PipelineBatch> batches;
+  for (uint32_t b = 0; b < 5; ++b) batches.push_back(pipeline_batch(b));
+  Bytes damaged = batches[3].files[0];  // batch 3 fails in its wait
+  damage_second_half(damaged);
+  batches[3].pointers[0] = damaged.data();
+  std::vector<uint8_t> lent(batches[0].expected.size(), 0x5A);      // batch 0 into lent memory
+  std::vector<dlprep_l3_tensor*> tensors(batches.size(), nullptr);  // the others into tensors
+  for (size_t b = 1; b < batches.size(); ++b) {
+    REQUIRE(dlprep_l3_tensor_create(decoder, batches[b].expected.size(), &tensors[b]) == DLPREP_OK);
+    CHECK(dlprep_l3_tensor_bytes(tensors[b]) == batches[b].expected.size());
+  }
+  CHECK(dlprep_l3_tensor_create(nullptr, 1, &tensors[0]) == DLPREP_INVALID_ARGUMENT);
+  dlprep_l3_decoder_destroy(decoder);  // the pipeline keeps what it needs
+
+  uint64_t ticket = 99;
+  CHECK(dlprep_l3_pipeline_wait(pipeline, &ticket) == DLPREP_INVALID_ARGUMENT);
+  CHECK(last_error() == "nothing is in flight: submit a batch first");
+  size_t next_wait = 0;
+  auto wait_one = [&] {
+    const dlprep_status status = dlprep_l3_pipeline_wait(pipeline, &ticket);
+    CHECK(ticket == next_wait);
+    if (next_wait == 3) {
+      CHECK(status == DLPREP_CORRUPT_DATA);
+      CHECK(last_error().rfind("image 0: l3: ", 0) == 0);
+    } else {
+      REQUIRE(status == DLPREP_OK);
+      const void* got = next_wait == 0 ? lent.data() : dlprep_l3_tensor_data(tensors[next_wait]);
+      CHECK(std::memcmp(got, batches[next_wait].expected.data(),
+                        batches[next_wait].expected.size()) == 0);
+    }
+    ++next_wait;
+  };
+  for (size_t b = 0; b < batches.size(); ++b) {
+    PipelineBatch& batch = batches[b];
+    void* out = b == 0 ? lent.data() : dlprep_l3_tensor_data(tensors[b]);
+    const size_t out_size = batch.expected.size();
+    // Too little room for the batch, checked before the batch takes a ticket.
+    CHECK(dlprep_l3_pipeline_submit(pipeline, batch.plan, batch.pointers.data(), batch.sizes.data(),
+                                    2, out, out_size - 1, 0, &ticket) == DLPREP_INVALID_ARGUMENT);
+    if (dlprep_l3_pipeline_in_flight(pipeline) == 2) {
+      // A full pipeline refuses a third batch, and stays as it was.
+      CHECK(dlprep_l3_pipeline_submit(pipeline, batch.plan, batch.pointers.data(),
+                                      batch.sizes.data(), 2, out, out_size, 0,
+                                      &ticket) == DLPREP_INVALID_ARGUMENT);
+      CHECK(last_error().find("pipeline full") != std::string::npos);
+      wait_one();
+    }
+    REQUIRE(dlprep_l3_pipeline_submit(pipeline, batch.plan, batch.pointers.data(),
+                                      batch.sizes.data(), 2, out, out_size, 0,
+                                      &ticket) == DLPREP_OK);
+    CHECK(ticket == b);
+    // The plan and the files may go once the batch is submitted.
+    dlprep_l3_plan_destroy(batch.plan);
+    batch.plan = nullptr;
+  }
+  while (dlprep_l3_pipeline_in_flight(pipeline) > 0) wait_one();
+  CHECK(next_wait == batches.size());
+  dlprep_l3_pipeline_destroy(pipeline);
+  for (dlprep_l3_tensor* t : tensors) dlprep_l3_tensor_destroy(t);
 }
 
 TEST_CASE("planning names the bad image and the bad option") {

@@ -47,6 +47,10 @@ inline constexpr unsigned cudaHostAllocPortable = 1;
 
 struct CUstream_st;
 using cudaStream_t = CUstream_st*;
+// The default streams' handles, as the real header defines them (both are the emulation's one
+// default stream).
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 struct CUevent_st;
 using cudaEvent_t = CUevent_st*;
 
@@ -117,6 +121,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 /// Work queued on `stream` after this waits for the event's last record (at the time of the call).
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+#define CUDART_CB
+using cudaHostFn_t = void (*)(void*);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* data);
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,

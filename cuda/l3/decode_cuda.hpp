@@ -77,8 +77,9 @@ class L3Pipeline {
   /// The same from page-locked host memory `pinned_in` that holds the batch input at the plan's
   /// offsets: the H2D reads it directly (it must stay unchanged until wait() returns).
   uint64_t submit_pinned(const l3::BatchPlan& plan, const uint8_t* pinned_in, uint8_t* device_out);
-  /// The next submit's kernel waits for the work queued on `stream` (a cudaStream_t as an
-  /// integer; 0: none) when that submit is made (l3::BatchPipeline::order_after_stream).
+  /// The next submit's kernel waits for the work queued on `stream` by now (a cudaStream_t as an
+  /// integer; 0: none), through an event recorded there now (l3::BatchPipeline::
+  /// order_after_stream). Throws Error(device_failure) when the stream cannot be recorded on.
   void order_after(std::uintptr_t stream);
   /// Waits for the oldest batch and checks its verdicts; returns its ticket and fills `timings`
   /// (h2d_ms: the slot's copies; decode_ms: the kernel). Throws Error(corrupt_data) for a damaged

@@ -6,9 +6,9 @@
 // retired its previous batch, which is what makes reusing its buffers safe without more events.
 //
 // Per batch, on the slot's stream: [e0] H2D of the input (from the staging buffer, or straight
-// from the caller's pinned buffer) and of the packed work list, a wait for the caller's streams
-// (order_after) [e1] kernel [e2] the failure flag back to pinned memory [e3]. wait()
-// synchronises on e3 only.
+// from the caller's pinned buffer) and of the packed work list, a wait for the events that
+// order_after() recorded on the caller's streams [e1] kernel [e2] the failure flag back to
+// pinned memory [e3]. wait() synchronises on e3 only.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -38,7 +38,6 @@ struct Slot {
   DeviceArray<uint8_t> status;
   DeviceArray<uint32_t> failed;
   Event events[4];
-  Event caller;  // recorded on a caller's stream, waited for before the kernel
   const l3::BatchPlan* plan = nullptr;
   uint32_t* flag = nullptr;  // in `staging`
 };
@@ -51,7 +50,10 @@ struct L3Pipeline::Impl {
   }
   l3::SlotRing ring;
   std::vector<std::unique_ptr<Slot>> slots;
-  std::vector<std::uintptr_t> after;  // the callers' streams the next kernel waits for
+  // Recorded on callers' streams by order_after(); the next submit's kernel waits for the first
+  // `pending`. Events, not the streams: a caller may destroy its stream once it was recorded.
+  std::vector<std::unique_ptr<Event>> callers;
+  size_t pending = 0;
 
   // Fills the slot's staging (the files when `files` is given, then the work list) and queues
   // the batch. `pinned_in` is the caller's pinned input when `files` is null.
@@ -59,9 +61,7 @@ struct L3Pipeline::Impl {
                   uint8_t* device_out) {
     const size_t input = files != nullptr ? align16(plan.input_bytes) : 0;
     const WorkLayout layout = work_layout(plan);
-    // Taken by this submit, whether it succeeds or not: a later one must not record on a stream
-    // the caller may have destroyed since.
-    const std::vector<std::uintptr_t> callers = std::exchange(after, {});
+    const size_t waits = std::exchange(pending, 0);  // this submit's, whether it succeeds or not
     const l3::SlotRing::Entry e = ring.push();  // throws when full, before touching a slot
     Slot& slot = *slots[e.slot];
     try {
@@ -90,11 +90,9 @@ struct L3Pipeline::Impl {
             cudaMemcpyAsync(device + device_input, host, layout.bytes, cudaMemcpyHostToDevice, s));
       }
       // The output may still be in use on the callers' streams; the copies above need not wait.
-      // (An event re-recorded after cudaStreamWaitEvent leaves the earlier wait as it was.)
-      for (const std::uintptr_t caller : callers) {
-        slot.caller.record(reinterpret_cast<cudaStream_t>(caller));
-        DLPREP_CUDA_CHECK(cudaStreamWaitEvent(s, slot.caller.get(), 0));
-      }
+      // (An event recorded again later leaves this wait as it was.)
+      for (size_t i = 0; i < waits; ++i)
+        DLPREP_CUDA_CHECK(cudaStreamWaitEvent(s, callers[i]->get(), 0));
       launch_decode(plan, device, device + device_input, device_out, status, failed, s,
                     slot.events[1].get());
       slot.events[2].record(s);
@@ -153,7 +151,17 @@ uint64_t L3Pipeline::submit_pinned(const l3::BatchPlan& plan, const uint8_t* pin
 }
 
 void L3Pipeline::order_after(std::uintptr_t stream) {
-  if (stream != 0) impl_->after.push_back(stream);
+  if (stream == 0) return;
+  Impl& m = *impl_;
+  if (m.pending == m.callers.size()) m.callers.push_back(std::make_unique<Event>(false));
+  try {
+    m.callers[m.pending]->record(reinterpret_cast<cudaStream_t>(stream));
+  } catch (const Error& e) {
+    throw Error(Errc::device_failure, "l3 pipeline: cannot wait for the caller's stream " +
+                                          std::to_string(stream) + " (a live stream of this " +
+                                          "GPU?): " + e.what());
+  }
+  ++m.pending;
 }
 
 uint64_t L3Pipeline::wait(L3DecodeTimings* timings) { return impl_->wait(timings); }

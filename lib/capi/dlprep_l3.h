@@ -143,8 +143,8 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
  * decoder's own stream, after the work queued on `after_stream` (a cudaStream_t as an integer,
  * as the CUDA array interface's "stream": 1 the legacy default stream, 2 the per-thread
  * default stream; 0 none), which must be a live stream of the decoder's GPU: the stream of the
- * memory's last use. No other work may use the memory until the call returns. The CPU backend
- * ignores `after_stream`. */
+ * memory's last use (PyTorch's default stream, whose cuda_stream is 0, is 1 here). No other
+ * work may use the memory until the call returns. The CPU backend ignores `after_stream`. */
 dlprep_status dlprep_l3_decode_batch_into_device(dlprep_l3_decoder* decoder,
                                                  const dlprep_l3_plan* plan,
                                                  const void* const* files, const size_t* sizes,
@@ -166,7 +166,8 @@ void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor);
 /* Up to `depth` batches in flight on the decoder's device: while one decodes, the files of the
  * next go to the device (with CUDA: each batch in flight has its own stream and pinned staging
  * memory). Batches complete in the order they were submitted. One thread at a time; it may
- * outlive its decoder, and may be used on another thread than the decoder's. */
+ * outlive its decoder, and may be used on another thread than the decoder's (with CUDA, one
+ * where the decoder's GPU is current). */
 typedef struct dlprep_l3_pipeline dlprep_l3_pipeline;
 
 /* `depth`: 1 to 16 (2 overlaps a copy with a decode; 0 = 2). */
@@ -183,7 +184,9 @@ size_t dlprep_l3_pipeline_in_flight(const dlprep_l3_pipeline* pipeline);
  * `after_stream` by now (0: none). The files and the plan may be released when the call
  * returns; `out` must stay allocated until dlprep_l3_pipeline_wait() has returned the batch.
  * *ticket: the batch's number, 0, 1, 2, ... in submission order. Refused with
- * DLPREP_INVALID_ARGUMENT when `depth` batches are in flight: wait first. */
+ * DLPREP_INVALID_ARGUMENT when `depth` batches are in flight: wait first. A batch that fails
+ * after it took its number (the device failed while queuing it) sets *ticket and stays in
+ * flight: its wait reports it. */
 dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlprep_l3_plan* plan,
                                         const void* const* files, const size_t* sizes, size_t count,
                                         void* out, size_t out_size, uintptr_t after_stream,

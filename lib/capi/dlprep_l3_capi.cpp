@@ -444,6 +444,7 @@ dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlpr
       // A batch that took its ticket but could not be queued is still in flight: its wait
       // reports it, as the pipeline's tickets retire in order.
       if (p.in_flight() > before) {
+        *ticket = batch.ticket;
         pipeline->in_flight.push_back(std::move(batch));
         ++pipeline->submitted;
       }

@@ -149,12 +149,14 @@ class BatchPipeline {
   /// The same from a pinned host buffer that already holds the batch input at the plan's offsets
   /// (plan.input_bytes): no staging copy. `in` must stay unchanged until wait() returns.
   virtual uint64_t submit(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) = 0;
-  /// Makes the next submit()'s decode wait for the work queued on `stream` by then: a CUDA stream
-  /// of the caller's, as an integer (a cudaStream_t; 1 and 2 name the legacy and the per-thread
-  /// default streams, as the CUDA array interface does; 0: nothing to wait for), such as the
-  /// training stream that last used the memory the batch is decoded into. It must be a live
-  /// stream on the pipeline's GPU. The batch's copy to the device does not wait, its kernel
-  /// does (its h2d_ms then includes the wait). The cpu backend has no device work to order.
+  /// Makes the next submit()'s decode wait for the work queued so far on `stream`: a CUDA
+  /// stream of the caller's, as an integer (a cudaStream_t; 1 and 2 name the legacy and the
+  /// calling thread's per-thread default stream, as the CUDA array interface does; 0: nothing to
+  /// wait for), such as the training stream that last used the memory the batch is decoded
+  /// into. It must be a live stream on the pipeline's GPU now (an event is recorded there; the
+  /// stream may go after), else Error(device_failure). The batch's copy to the device does not
+  /// wait, its kernel does (its h2d_ms then includes the wait). The cpu backend has no device
+  /// work to order.
   virtual void order_after_stream(std::uintptr_t stream) = 0;
   /// Waits for the oldest batch in flight; returns its ticket and timings once its tensor is
   /// complete. A damaged patch throws Error(corrupt_data) as BatchDecoder::decode() words it; the

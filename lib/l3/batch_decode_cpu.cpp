@@ -196,16 +196,23 @@ class BatchPipelineCpu final : public BatchPipeline {
     std::exception_ptr error;
   };
   uint64_t run(const BatchPlan& plan, const std::vector<const uint8_t*>& bases, BatchBuffer& out) {
-    const SlotRing::Entry e = ring_.push();  // throws when full, before any work
-    Done done;
+    // The batch's record first, so that a ticket never goes without one (wait() reads it).
+    done_.emplace_back();
+    SlotRing::Entry e;
+    try {
+      e = ring_.push();  // throws when full, before any work
+    } catch (...) {
+      done_.pop_back();
+      throw;
+    }
+    Done& done = done_.back();
     try {
       const Stopwatch clock;
       decode_plan(plan, bases.data(), out.data(), threads_);
       done.timings.decode_ms = clock.seconds() * 1e3;
-    } catch (const Error&) {
+    } catch (...) {  // a damaged patch, or memory: wait() reports it
       done.error = std::current_exception();
     }
-    done_.push_back(std::move(done));
     return e.ticket;
   }
   unsigned threads_;

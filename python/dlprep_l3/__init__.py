@@ -23,6 +23,7 @@ import json
 import operator
 import os
 import random
+import sys
 import tempfile
 import threading
 import weakref
@@ -299,10 +300,16 @@ def _new_locks_after_fork():
 os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
-def _stream_of(interface):
-    """The stream a CUDA array interface names (version 3): the one on which the array's last
-    work was queued, that a writer must wait for; 0 for none (versions 2, or None)."""
-    stream = interface.get("stream")
+def _stream_of(array, interface):
+    """The stream on which the array's last work was queued, that a writer must wait for: the
+    one its CUDA array interface names (version 3; CuPy, Numba), else for a torch tensor (whose
+    interface is version 2, without one) PyTorch's current stream on its GPU; 0 for none."""
+    if "stream" not in interface:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(array, torch.Tensor) and array.is_cuda:
+            return torch.cuda.current_stream(array.device).cuda_stream or 1  # 0: the legacy one
+        return 0
+    stream = interface["stream"]
     if stream is None:
         return 0
     stream = operator.index(stream)
@@ -315,8 +322,8 @@ def _stream_of(interface):
 
 
 def _device_memory_of(array):
-    """The address, shape, typestr and stream of a contiguous, writable GPU array (the CUDA
-    array interface, versions 2 and 3)."""
+    """The address, shape, typestr and stream (_stream_of) of a contiguous, writable GPU array
+    (the CUDA array interface, versions 2 and 3)."""
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         raise ValueError("dlprep_l3: out for output='device' must be a GPU array (a torch.cuda "
@@ -330,10 +337,10 @@ def _device_memory_of(array):
             interface.get("strides") is not None and tuple(interface["strides"]) != tuple(
                 contiguous) and int(np.prod(shape)) > 1):
         raise ValueError("dlprep_l3: out must be a contiguous, writable GPU array without a mask")
-    return pointer, shape, np.dtype(interface["typestr"]).str, _stream_of(interface)
+    return pointer, shape, np.dtype(interface["typestr"]).str, _stream_of(array, interface)
 
 
-_END = object()
+_END, _FAILED = object(), object()
 
 
 def _check_layout(layout):
@@ -400,25 +407,44 @@ def _host_arrays(buffer, batch, layout):
                          buffer[offset:].view(dtype)[:int(np.prod(shape))].reshape(shape))
 
 
+def _memory_of(array, device):
+    """The address, shape, typestr and stream (0: none) of memory to decode into: a GPU array
+    (`device`) or a C-contiguous writable NumPy array."""
+    if device:
+        return _device_memory_of(array)
+    if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable:
+        return array.ctypes.data, array.shape, array.dtype.str, 0
+    raise ValueError("dlprep_l3: out for the CPU backend must be C-contiguous writable NumPy "
+                     "arrays")
+
+
 def _memory_for_batch(array, batch, layout, device):
-    """The address and stream (0: none) of `array`, the memory a batch is decoded into: a GPU
-    array (`device`) or a NumPy array of exactly the batch's shape and dtype."""
+    """The address and stream of `array` (_memory_of), the memory a batch is decoded into, and
+    the result: `array` of the batch's shape and dtype, or its first images when it has room
+    for more (the last, short batch of an epoch)."""
     expected = _tensor_shape(batch, layout, lambda offset, shape, dtype, typestr:
                              (shape, typestr))
     if isinstance(expected, list):
         raise ValueError("dlprep_l3: out needs a batch whose images all have one shape (size, "
                          "or crop, and channel count); this one has several")
-    if device:
-        pointer, shape, typestr, stream = _device_memory_of(array)
-    elif (isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable):
-        pointer, shape, typestr, stream = array.ctypes.data, array.shape, array.dtype.str, 0
-    else:
-        raise ValueError("dlprep_l3: out for the CPU backend must be C-contiguous writable NumPy "
-                         "arrays")
-    if (shape, typestr) != expected:
-        raise ValueError(f"dlprep_l3: out is {typestr} {shape}; the batch is "
-                         f"{expected[1]} {expected[0]}")
-    return pointer, stream
+    pointer, shape, typestr, stream = _memory_of(array, device)
+    (count, *image), want = expected[0], expected[1]
+    if typestr != want or len(shape) != len(expected[0]) or list(shape[1:]) != image or \
+            shape[0] < count:
+        raise ValueError(f"dlprep_l3: out is {typestr} {tuple(shape)}; the batch is {want} "
+                         f"{expected[0]} (out may have room for more images)")
+    return pointer, stream, (array if shape[0] == count else array[:count])
+
+
+def _check_distinct(arrays, device):
+    """Refuses arrays whose memory overlaps: each batch of a ring needs its own."""
+    spans = []
+    for array in arrays:
+        pointer, shape, typestr, _ = _memory_of(array, device)
+        spans.append((pointer, pointer + int(np.prod(shape)) * np.dtype(typestr).itemsize))
+    spans.sort()
+    if any(end > start for (_, end), (start, _) in zip(spans, spans[1:])):
+        raise ValueError("dlprep_l3: the arrays of out share memory; each needs its own")
 
 
 class BatchDecoder:
@@ -443,7 +469,8 @@ class BatchDecoder:
         _decoders.add(self)
 
     def close(self):
-        """Frees the decoder's memory now (tensors it returned stay valid)."""
+        """Frees the decoder's memory now (tensors it returned stay valid; the batches in flight
+        of a decode_batches() generator finish, and its next one raises Error)."""
         with self._lock:
             self._handle.close()
 
@@ -471,11 +498,13 @@ class BatchDecoder:
             costs its allocation every time): with output="host" a C-contiguous writable NumPy
             array of at least the tensor's bytes, and the result is a view of it; with
             output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
-            a CuPy array: anything with the CUDA array interface) of exactly the batch's shape
-            and dtype, and the result is `out` itself, complete. The decode waits for the work
-            queued on the stream its interface names (PyTorch's and CuPy's current stream when
-            it is read), so a tensor still in use there may be passed; work on other streams
-            must be done with it (torch.cuda.synchronize() first, if it may not be).
+            a CuPy array: anything with the CUDA array interface) of the batch's shape and
+            dtype, or with room for more images (the first axis longer: the last, short batch
+            of an epoch), and the result is `out` (or out[:n]), complete. The decode waits for
+            the work queued so far on the array's stream: the one its interface names (CuPy,
+            Numba), or for a torch tensor PyTorch's current stream; so a tensor still in use
+            there may be passed. Work on other streams must be done with it
+            (torch.cuda.synchronize() first, if it may not be).
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch is checked; the first damaged one raises Error naming
@@ -505,12 +534,11 @@ class BatchDecoder:
         if output == "device" and out is not None:
             if not batch.windows:
                 return out
-            pointer, stream = _memory_for_batch(out, batch, layout, device=True)
-            if batch.total:
-                _check(_lib.dlprep_l3_decode_batch_into_device(
-                    decoder, batch.plan.pointer, batch.pointers, batch.sizes, batch.count,
-                    pointer, batch.total, stream))
-            return out
+            pointer, stream, result = _memory_for_batch(out, batch, layout, device=True)
+            _check(_lib.dlprep_l3_decode_batch_into_device(
+                decoder, batch.plan.pointer, batch.pointers, batch.sizes, batch.count, pointer,
+                batch.total, stream))
+            return result
         if output == "device":
             tensor = ctypes.c_void_p()
             _check(_lib.dlprep_l3_decode_batch_device(decoder, batch.plan.pointer, batch.pointers,
@@ -532,7 +560,7 @@ class BatchDecoder:
         return _host_arrays(buffer, batch, layout)
 
     def decode_batches(self, batches, layout="nhwc-u8", mean=None, std=None, crop=None,
-                       crop_mode="center", seed=None, depth=2, out=None):
+                       crop_mode="center", seed=None, depth=2, out=None, targets=False):
         """Decodes an iterable of batches (each a sequence of L3 files, as decode() takes) and
         yields their tensors in order, with `depth` batches (1 to 16) in flight: while the
         caller uses one, the files of the next go to the GPU through pinned memory and decode
@@ -544,15 +572,27 @@ class BatchDecoder:
         different sizes, a list as decode() gives. Options as for decode(); random crops draw
         new windows for every batch, from seed + k for batch k when a seed is given.
 
-        out: instead of a new tensor per batch, a list of at least depth + 1 arrays of exactly
-            the batch's shape and dtype, decoded into in turn (batch k into out[k % len(out)],
-            which is what is yielded): GPU arrays with the CUDA array interface (CUDA), or
-            C-contiguous NumPy arrays (CPU backend). An array is decoded into again once the
+        out: instead of a new tensor per batch, a list of at least depth + 1 arrays that do not
+            share memory, each of the batch's shape and dtype or with room for more images (as
+            decode()'s), decoded into in turn: batch k into out[k % len(out)], which (or its
+            first n images) is what is yielded. GPU arrays with the CUDA array interface (CUDA),
+            or C-contiguous NumPy arrays (CPU backend). An array is decoded into again once the
             generator has been resumed past the batch it held, after the work queued by then on
-            the stream its interface names (PyTorch's current stream), as decode()'s out.
+            its stream, as decode()'s out. With CUDA, prefer it for training: a new tensor
+            costs a cudaMalloc, and freeing it a cudaFree, which waits for the whole GPU.
 
-        A damaged batch raises Error ("batch 5: image 3: ...") and ends the generator; closing
-        it (or leaving the loop) waits for the batches in flight."""
+        targets: each element of `batches` is a pair (files, targets), as torch's DataLoader
+            collates items (bytes, target) (Dataset(root, decode=False)), and the generator
+            yields (tensor, targets), the targets as they came:
+                loader = DataLoader(Dataset("ds/", decode=False), batch_size=256,
+                                    num_workers=8, shuffle=True)
+                for images, labels in decoder.decode_batches(loader, targets=True, ...):
+
+        A damaged batch, a batch that cannot be submitted or an error of `batches` itself raises
+        Error (or that error) in its turn, after the batches before it ("batch 5: image 3:
+        ..."), and ends the generator. Its close() (or dropping it) waits for the batches in
+        flight; a loop left with break leaves them running while the generator lives. Closing
+        the decoder ends the batches too: the next one to be submitted raises Error."""
         _check_layout(layout)
         depth = operator.index(depth)
         if not 1 <= depth <= 16:
@@ -562,6 +602,7 @@ class BatchDecoder:
             if len(out) < depth + 1:
                 raise ValueError(f"dlprep_l3: out needs at least depth + 1 = {depth + 1} arrays "
                                  f"(one per batch in flight and the one yielded), not {len(out)}")
+            _check_distinct(out, device=self.device == "cuda")
         if seed is not None:
             seed = operator.index(seed)
 
@@ -576,47 +617,62 @@ class BatchDecoder:
             _check(_lib.dlprep_l3_pipeline_create(self._handle.pointer, depth,
                                                   ctypes.byref(pointer)))
         pipeline = _Handle(pointer.value, _lib.dlprep_l3_pipeline_destroy)
-        return self._pipelined(iter(batches), layout, options_of, depth, out, pipeline)
+        return self._pipelined(iter(batches), layout, options_of, depth, out, bool(targets),
+                               pipeline)
 
-    def _pipelined(self, batches, layout, options_of, depth, ring, pipeline):
-        pending = collections.deque()  # (k, result, submitted), oldest first
+    def _pipelined(self, batches, layout, options_of, depth, ring, with_targets, pipeline):
+        pending = collections.deque()  # (k, targets, result, submitted), oldest first
         count = 0
 
         def fill():  # up to `depth` batches in flight
             nonlocal count
-            while len(pending) < depth:
-                files = next(batches, _END)
-                if files is _END:
-                    return
-                target = None if ring is None else ring[count % len(ring)]
-                pending.append((count,) + self._submit(pipeline, files, layout, options_of(count),
-                                                       target, count))
+            while len(pending) < depth and not (pending and pending[-1][2] is _FAILED):
+                try:
+                    item = next(batches, _END)
+                    if item is _END:
+                        return
+                    files, targets = item, None
+                    if with_targets:
+                        try:
+                            files, targets = item
+                        except (TypeError, ValueError):
+                            raise TypeError(f"dlprep_l3: batch {count}: with targets=True each "
+                                            "batch is a pair (files, targets)") from None
+                    target = None if ring is None else ring[count % len(ring)]
+                    pending.append((count, targets) + self._submit(
+                        pipeline, files, layout, options_of(count), target, count))
+                except Exception as e:  # raised in its turn: the batches before it come first
+                    pending.append((count, e, _FAILED, False))
                 count += 1
 
         try:
             fill()
             while pending:
-                k, result, submitted = pending.popleft()
+                k, targets, result, submitted = pending.popleft()
+                if result is _FAILED:
+                    raise targets
                 if submitted:
                     ticket = ctypes.c_uint64()
                     _check(_lib.dlprep_l3_pipeline_wait(pipeline.pointer, ctypes.byref(ticket)),
                            f"batch {k}: ")
                 fill()  # `depth` in flight again while the caller works on batch k
-                yield result
+                yield (result, targets) if with_targets else result
         finally:
             pipeline.close()  # waits for the batches in flight
 
     def _submit(self, pipeline, files, layout, options, target, k):
         """Starts batch `k` in `pipeline`, into `target` (or a new tensor); returns its result
         and whether it went through the pipeline (an empty batch does not)."""
+        with self._lock:
+            self._require_open()  # close() ends the batches, in every mode
         batch = _Batch(files, options, f"batch {k}: ")
         try:
             if not batch.windows:
                 return [], False
             on_device = self.device == "cuda"
             if target is not None:
-                pointer, stream = _memory_for_batch(target, batch, layout, device=on_device)
-                result = target
+                pointer, stream, result = _memory_for_batch(target, batch, layout,
+                                                            device=on_device)
             elif on_device:
                 tensor = ctypes.c_void_p()
                 with self._lock:  # the decoder's memory: it must not be closed meanwhile
@@ -686,10 +742,17 @@ class Dataset:
     indices: the tar layout records the whole list (tar.labels), and a files-layout part needs
     `classes`, the whole dataset's labels (or merge the parts first). `classes` also overrides
     the list of a whole dataset. The index (samples.jsonl) is read once, at construction; each
-    item opens its file (or tar shard) and reads its bytes alone."""
+    item opens its file (or tar shard) and reads its bytes alone.
 
-    def __init__(self, root, transform=None, target_transform=None, threads=1, classes=None):
+    decode=False gives each sample's file as bytes instead of its pixels (transform, if given,
+    is applied to them), for the GPU: DataLoader's workers then only read, and the batches go
+    to BatchDecoder.decode_batches(loader, targets=True), which takes L3 samples only (an
+    L3-only dataset: convert-dataset --format l3)."""
+
+    def __init__(self, root, transform=None, target_transform=None, threads=1, classes=None,
+                 decode=True):
         self.root, self.transform, self.target_transform = root, transform, target_transform
+        self._decode = bool(decode)
         self._threads = _threads(threads)
         self._data = os.path.realpath(os.path.join(root, "data"))
         manifest_path = os.path.join(root, "dataset.json")
@@ -781,7 +844,11 @@ class Dataset:
             with open(real, "rb") as f:
                 f.seek(offset)
                 data = f.read(size)
-            if fmt == "l3":
+            if len(data) != size:
+                raise Error("corrupt_data", f"bytes {offset}+{size}: the file ended early")
+            if not self._decode:
+                image = data
+            elif fmt == "l3":
                 image = decode(data, self._threads)
             else:
                 from PIL import Image  # the other formats (Debian's python3-pil)

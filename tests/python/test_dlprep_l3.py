@@ -289,6 +289,45 @@ class SingleImages(unittest.TestCase):
             dlprep_l3.Dataset(ds)
         self.assertIn("incomplete", str(caught.exception))
 
+    def test_a_dataset_of_l3_bytes_feeds_pipelined_batches_with_their_targets(self):
+        """Dataset(decode=False) -> DataLoader's collation -> decode_batches(targets=True)."""
+        images = os.path.join(os.environ["SAMPLE_DATA"], "images")
+        tree = os.path.join(SCRATCH, "bytes-tree")
+        for k, name in enumerate(sorted(os.listdir(images))[:6]):
+            os.makedirs(os.path.join(tree, "ab"[k % 2]), exist_ok=True)
+            shutil.copy(os.path.join(images, name), os.path.join(tree, "ab"[k % 2], name))
+        ds = os.path.join(SCRATCH, "bytes-ds")
+        dlprep("convert-dataset", tree, ds, "--to", "l3", "--shards", "1M")
+        raw, full = dlprep_l3.Dataset(ds, decode=False), dlprep_l3.Dataset(ds)
+        for i in range(len(raw)):
+            data, target = raw[i]
+            self.assertIsInstance(data, bytes)
+            self.assertEqual(target, full[i][1])
+            np.testing.assert_array_equal(dlprep_l3.decode(data), full[i][0])
+        # What torch's default collation makes of (bytes, target) items: [files, targets].
+        collated = [[[raw[i][0] for i in (k, k + 1)], [raw[i][1] for i in (k, k + 1)]]
+                    for k in range(0, len(raw), 2)]
+        decoder = dlprep_l3.BatchDecoder("cpu")
+        got = list(decoder.decode_batches(collated, targets=True, crop=32))
+        self.assertEqual(len(got), 3)
+        for (batch, targets), (files, want_targets) in zip(got, collated):
+            self.assertIs(targets, want_targets)
+            for image, want in zip(batch, decoder.decode(files, crop=32)):  # (gray and RGB)
+                np.testing.assert_array_equal(image, want)
+        with self.assertRaises(TypeError):
+            list(decoder.decode_batches([collated[0][0]], targets=True))  # no pair
+        try:
+            import torch
+        except ImportError:
+            print("\nno torch: the DataLoader itself is not run", file=sys.stderr)
+            return
+        loader = torch.utils.data.DataLoader(raw, batch_size=2, num_workers=2)
+        for (batch, targets), (files, want_targets) in zip(
+                decoder.decode_batches(loader, targets=True, crop=32), collated):
+            self.assertEqual(targets.tolist(), want_targets)
+            for image, want in zip(batch, decoder.decode(files, crop=32)):
+                np.testing.assert_array_equal(image, want)
+
     def test_a_shard_part_keeps_the_whole_datasets_class_indices(self):
         import json
         import tarfile
@@ -300,8 +339,9 @@ class SingleImages(unittest.TestCase):
             shutil.copy(os.path.join(images, name), os.path.join(tree, label, name))
         whole = os.path.join(SCRATCH, "parts-whole")
         dlprep("convert-dataset", tree, whole, "--to", "l3")
-        expected = dict(zip([r["key"] for r in map(json.loads, open(
-            os.path.join(whole, "samples.jsonl")))], dlprep_l3.Dataset(whole).targets))
+        with open(os.path.join(whole, "samples.jsonl")) as index:
+            keys = [json.loads(line)["key"] for line in index]
+        expected = dict(zip(keys, dlprep_l3.Dataset(whole).targets))
         tar_part = os.path.join(SCRATCH, "parts-tar")
         dlprep("convert-dataset", tree, tar_part, "--to", "l3", "--shards", "1M", "--shard", "1/3")
         part = dlprep_l3.Dataset(tar_part)
@@ -541,6 +581,15 @@ class Batches(unittest.TestCase):
             np.testing.assert_array_equal(batch, want)
         with self.assertRaises(ValueError):  # depth + 1 arrays at least
             self.decoder.decode_batches(batches, depth=2, out=ring[:2])
+        with self.assertRaises(ValueError):  # each with memory of its own
+            self.decoder.decode_batches(batches, depth=2, out=ring[:2] + [ring[0][1:]])
+        # Arrays with room for more images take a short batch: its first images are yielded.
+        roomy = [np.zeros((6, 48, 64, 3), np.uint8) for _ in range(2)]
+        got = list(self.decoder.decode_batches([self.files, self.files[:3]], depth=1, out=roomy))
+        self.assertIs(got[0].base, roomy[0])
+        np.testing.assert_array_equal(got[0], np.stack(self.images))
+        np.testing.assert_array_equal(got[1], np.stack(self.images[:3]))
+        self.assertEqual(int(roomy[1][3:].sum()), 0)
         with self.assertRaises(ValueError):  # each of the batch's shape
             list(self.decoder.decode_batches(batches, depth=2,
                                              out=ring[:2] + [np.zeros((4, 48, 64, 1), np.uint8)]))
@@ -560,22 +609,42 @@ class Batches(unittest.TestCase):
         self.assertEqual(caught.exception.status, "corrupt_data")
         self.assertTrue(str(caught.exception).startswith("batch 2: image 1: l3: "),
                         str(caught.exception))
-        # A batch that does not plan is named the same way.
+        # A batch that does not plan is named the same way, in its turn: the batches before it
+        # come first, though it was submitted while they were in flight.
+        seen = []
         with self.assertRaises(dlprep_l3.Error) as caught:
-            list(self.decoder.decode_batches([self.files, [self.files[0][:50]]]))
-        self.assertTrue(str(caught.exception).startswith("batch 1: image 0: "))
+            for batch in self.decoder.decode_batches([self.files] * 3 + [[self.files[0][:50]]] +
+                                                     [self.files], depth=2):
+                seen.append(batch)
+        self.assertEqual(len(seen), 3)
+        self.assertTrue(str(caught.exception).startswith("batch 3: image 0: "))
+
+        def failing():  # an error of the iterable itself, in its turn too
+            yield self.files
+            yield self.files
+            raise RuntimeError("the source failed")
+
+        seen = []
+        with self.assertRaisesRegex(RuntimeError, "the source failed"):
+            for batch in self.decoder.decode_batches(failing(), depth=3):
+                seen.append(batch)
+        self.assertEqual(len(seen), 2)
         for kwargs in ({"depth": 0}, {"depth": 17}, {"layout": "nhwc-f64"}, {"crop": 65,
                        "crop_mode": "corner"}):  # refused at the call, not at the first batch
             with self.subTest(kwargs=kwargs):
                 with self.assertRaises(dlprep_l3.Error):
                     self.decoder.decode_batches(batches, **kwargs)
 
-    def test_pipelined_batches_outlive_their_decoder_and_stop_cleanly(self):
+    def test_pipelined_batches_end_with_their_decoder_and_stop_cleanly(self):
         decoder = dlprep_l3.BatchDecoder("cpu")
         batches = decoder.decode_batches([self.files] * 5, depth=2)
         np.testing.assert_array_equal(next(batches), np.stack(self.images))
-        decoder.close()  # the pipeline keeps what it needs
-        self.assertEqual(len(list(batches)), 4)
+        decoder.close()  # the batches in flight finish, the next one is refused
+        for _ in range(2):
+            np.testing.assert_array_equal(next(batches), np.stack(self.images))
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            next(batches)
+        self.assertEqual(str(caught.exception), "the decoder is closed")
         with self.assertRaises(dlprep_l3.Error):
             decoder.decode_batches([self.files])
         left = self.decoder.decode_batches([self.files] * 5, depth=3)

@@ -24,6 +24,7 @@ struct CUevent_st {
   uint64_t recorded = 0;          // records made
   uint64_t reached = 0;           // records the device has run
   double ms = 0;                  // when the device reached the last one
+  bool timing = true;             // not made with cudaEventDisableTiming
   bool complete() const { return reached == recorded; }
 };
 
@@ -434,6 +435,14 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return cudaSuccess;
 }
 
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+  if (flags != cudaEventDefault && flags != cudaEventDisableTiming)
+    return fail(cudaErrorInvalidValue);
+  *event = new CUevent_st;
+  (*event)->timing = flags == cudaEventDefault;
+  return cudaSuccess;
+}
+
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
@@ -456,6 +465,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!start->timing || !end->timing) return fail(cudaErrorInvalidResourceHandle);
   if (!start->complete() || !end->complete()) return fail(cudaErrorNotReady);
   *ms = static_cast<float>(end->ms - start->ms);
   return cudaSuccess;

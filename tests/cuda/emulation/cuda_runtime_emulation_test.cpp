@@ -167,6 +167,24 @@ TEST_CASE("a stream that waits for an event runs the other stream up to that rec
   CHECK(cudaStreamDestroy(b) == cudaSuccess);
 }
 
+TEST_CASE("an event without timing orders streams and refuses to time") {
+  cudaEvent_t plain = nullptr, timed = nullptr;
+  REQUIRE(cudaEventCreateWithFlags(&plain, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaEventCreateWithFlags(&timed, cudaEventDefault) == cudaSuccess);
+  CHECK(cudaEventCreateWithFlags(&plain, 64) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  CHECK(cudaEventRecord(plain, nullptr) == cudaSuccess);
+  CHECK(cudaEventRecord(timed, nullptr) == cudaSuccess);
+  CHECK(cudaEventSynchronize(timed) == cudaSuccess);
+  CHECK(cudaEventSynchronize(plain) == cudaSuccess);
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, plain, timed) == cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+  CHECK(cudaEventElapsedTime(&ms, timed, timed) == cudaSuccess);
+  CHECK(cudaEventDestroy(plain) == cudaSuccess);
+  CHECK(cudaEventDestroy(timed) == cudaSuccess);
+}
+
 TEST_CASE("the default streams' handles (0, legacy, per-thread) name the one default stream") {
   uint8_t* d = device_bytes(4);
   uint8_t* pinned = pinned_bytes(4);

@@ -131,6 +131,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream);
 
 cudaError_t cudaEventCreate(cudaEvent_t* event);
+inline constexpr unsigned cudaEventDefault = 0;
+inline constexpr unsigned cudaEventDisableTiming = 2;
+// An event without timing refuses cudaEventElapsedTime, as CUDA's does.
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);

@@ -19,26 +19,15 @@ import concurrent.futures
 import glob
 import io
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 from PIL import Image
 
 import dlprep_l3
+from median_timing import timed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def timed(function, repeats):
-    function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():

@@ -3,7 +3,7 @@
 overlapped pipeline (decode_batches), in the same run.
 
 Usage: PYTHONPATH=build/python python_gpu_bench.py L3_DIR [--batch B] [--batches N]
-                                                         [--repeats R]
+                                                         [--repeats R] [--device cuda|cpu]
 
 L3_DIR holds .l3 files of one size (gpu_session.sh: carry/l3bench/fhd). N batches of B files
 (the files in turn) go from host bytes into device tensors reused from batch to batch, as a
@@ -15,28 +15,18 @@ training loop's would be:
 Each mode is timed over the N batches, median of R runs after one warm-up; figures are images/s
 and GB/s of decoded pixels (10^9 bytes) and the speed-up over one call per batch. The tensors are
 first checked against the CPU backend's (through PyTorch, where this Python has it). Exits 77
-with the reason where there is no CUDA decoder.
+with the reason where there is no CUDA decoder. --device cpu runs the same on the CPU backend
+(host tensors), to try the script where there is no GPU.
 """
 import argparse
 import glob
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import dlprep_l3
-
-
-def timed(function, repeats):
-    function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from median_timing import timed
 
 
 def main():
@@ -45,6 +35,7 @@ def main():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--batches", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     args = parser.parse_args()
 
     paths = sorted(glob.glob(os.path.join(args.l3_dir, "*.l3")))
@@ -54,33 +45,35 @@ def main():
     batches = [[files[(k * args.batch + i) % len(files)] for i in range(args.batch)]
                for k in range(args.batches)]
     try:
-        gpu = dlprep_l3.BatchDecoder("cuda")
+        gpu = dlprep_l3.BatchDecoder(args.device, os.cpu_count())
     except dlprep_l3.Error as e:
         print(f"skipped: {e}")
         sys.exit(77)
+    output = "device" if args.device == "cuda" else "host"
 
-    # The tensors: the first batches' own device tensors, reused as the caller's memory.
-    ring = [gpu.decode(batches[0], output="device") for _ in range(4)]
-    if not all(isinstance(t, dlprep_l3.DeviceTensor) for t in ring):
+    # The tensors: the first batches' own tensors, reused as the caller's memory.
+    ring = [gpu.decode(batches[0], output=output) for _ in range(4)]
+    if isinstance(ring[0], list):
         sys.exit("python_gpu_bench: the files are not all of one size")
     shape = ring[0].shape
     pixel_bytes = args.batches * int(np.prod(shape))
+    cpu = dlprep_l3.BatchDecoder("cpu", os.cpu_count())
     try:
-        import torch
-        cpu = dlprep_l3.BatchDecoder("cpu", os.cpu_count())
+        if output == "device":
+            import torch
         for k, tensor in enumerate(gpu.decode_batches(batches[:3], out=ring[:3])):
-            if not np.array_equal(torch.as_tensor(tensor, device="cuda").cpu().numpy(),
-                                  cpu.decode(batches[k])):
+            if not np.array_equal(torch.as_tensor(tensor, device="cuda").cpu().numpy()
+                                  if output == "device" else tensor, cpu.decode(batches[k])):
                 sys.exit(f"python_gpu_bench: pipelined batch {k} differs from the CPU's")
         print("checked: pipelined tensors equal the CPU backend's")
     except ImportError:
         print("no torch: the device tensors are not read back (the CUDA test suite checks them)")
     print(f"{args.batches} batches of {shape} from {len(paths)} files of {args.l3_dir}, "
-          f"{pixel_bytes / 1e9:.2f} GB of pixels; {os.cpu_count()} cores")
+          f"{pixel_bytes / 1e9:.2f} GB of pixels; {gpu.device}, {os.cpu_count()} cores")
 
     def per_call():
         for files_k in batches:
-            gpu.decode(files_k, output="device", out=ring[0])
+            gpu.decode(files_k, output=output, out=ring[0])
 
     def pipelined(depth):
         return lambda: sum(1 for _ in gpu.decode_batches(batches, depth=depth,

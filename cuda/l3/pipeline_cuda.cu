@@ -61,8 +61,8 @@ struct L3Pipeline::Impl {
                   uint8_t* device_out) {
     const size_t input = files != nullptr ? align16(plan.input_bytes) : 0;
     const WorkLayout layout = work_layout(plan);
-    const size_t waits = std::exchange(pending, 0);  // this submit's, whether it succeeds or not
     const l3::SlotRing::Entry e = ring.push();  // throws when full, before touching a slot
+    const size_t waits = std::exchange(pending, 0);  // this batch's, whether it is queued or not
     Slot& slot = *slots[e.slot];
     try {
       uint8_t* const host = slot.staging.reserve(input + layout.bytes + 16);
@@ -153,10 +153,12 @@ uint64_t L3Pipeline::submit_pinned(const l3::BatchPlan& plan, const uint8_t* pin
 void L3Pipeline::order_after(std::uintptr_t stream) {
   if (stream == 0) return;
   Impl& m = *impl_;
-  if (m.pending == m.callers.size()) m.callers.push_back(std::make_unique<Event>(false));
+  const bool made = m.pending == m.callers.size();
+  if (made) m.callers.push_back(std::make_unique<Event>(false));
   try {
     m.callers[m.pending]->record(reinterpret_cast<cudaStream_t>(stream));
   } catch (const Error& e) {
+    if (made) m.callers.pop_back();
     throw Error(Errc::device_failure, "l3 pipeline: cannot wait for the caller's stream " +
                                           std::to_string(stream) + " (a live stream of this " +
                                           "GPU?): " + e.what());

@@ -155,8 +155,9 @@ class BatchPipeline {
   /// wait for), such as the training stream that last used the memory the batch is decoded
   /// into. It must be a live stream on the pipeline's GPU now (an event is recorded there; the
   /// stream may go after), else Error(device_failure). The batch's copy to the device does not
-  /// wait, its kernel does (its h2d_ms then includes the wait). The cpu backend has no device
-  /// work to order.
+  /// wait, its kernel does (its h2d_ms then includes the wait). A submit refused before it takes
+  /// a ticket (a full pipeline, a bad argument) leaves the wait to the next one. The cpu backend
+  /// has no device work to order.
   virtual void order_after_stream(std::uintptr_t stream) = 0;
   /// Waits for the oldest batch in flight; returns its ticket and timings once its tensor is
   /// complete. A damaged patch throws Error(corrupt_data) as BatchDecoder::decode() words it; the

@@ -88,7 +88,10 @@ class BatchPipelineCuda final : public BatchPipeline {
     check_output(plan, out);
     return pipeline_.submit_pinned(plan, in.data(), out.data());
   }
-  void order_after_stream(std::uintptr_t stream) override { pipeline_.order_after(stream); }
+  void order_after_stream(std::uintptr_t stream) override {
+    cuda::require_current_device(device_);  // (its event is made on the current GPU)
+    pipeline_.order_after(stream);
+  }
   BatchResult wait() override {
     cuda::require_current_device(device_);
     cuda::L3DecodeTimings t;

@@ -433,7 +433,12 @@ def _memory_for_batch(array, batch, layout, device):
             shape[0] < count:
         raise ValueError(f"dlprep_l3: out is {typestr} {tuple(shape)}; the batch is {want} "
                          f"{expected[0]} (out may have room for more images)")
-    return pointer, stream, (array if shape[0] == count else array[:count])
+    if shape[0] == count:
+        return pointer, stream, array
+    if isinstance(array, DeviceTensor):  # (no slicing: a framework's tensor has it)
+        raise ValueError(f"dlprep_l3: out is a DeviceTensor of {shape[0]} images for a batch of "
+                         f"{count}; wrap it first (torch.as_tensor) to take its first images")
+    return pointer, stream, array[:count]
 
 
 def _check_distinct(arrays, device):
@@ -663,8 +668,9 @@ class BatchDecoder:
     def _submit(self, pipeline, files, layout, options, target, k):
         """Starts batch `k` in `pipeline`, into `target` (or a new tensor); returns its result
         and whether it went through the pipeline (an empty batch does not)."""
-        with self._lock:
-            self._require_open()  # close() ends the batches, in every mode
+        with self._lock:  # close() ends the batches, in every mode
+            if not self._handle.pointer:
+                raise Error("invalid_argument", f"batch {k}: the decoder is closed")
         batch = _Batch(files, options, f"batch {k}: ")
         try:
             if not batch.windows:

@@ -644,7 +644,7 @@ class Batches(unittest.TestCase):
             np.testing.assert_array_equal(next(batches), np.stack(self.images))
         with self.assertRaises(dlprep_l3.Error) as caught:
             next(batches)
-        self.assertEqual(str(caught.exception), "the decoder is closed")
+        self.assertEqual(str(caught.exception), "batch 3: the decoder is closed")
         with self.assertRaises(dlprep_l3.Error):
             decoder.decode_batches([self.files])
         left = self.decoder.decode_batches([self.files] * 5, depth=3)
@@ -747,8 +747,9 @@ class Batches(unittest.TestCase):
                 gpu.decode(ragged, output="device",
                            out=torch.empty(48 * 64 * 3 + 20 * 24 * 3, dtype=torch.uint8,
                                            device="cuda"))
-            # The decode waits for the work queued on the tensor's stream (the interface's
-            # "stream"): a fill queued after a long spin there would otherwise land last.
+            # The decode waits for the work queued on the tensor's stream (for torch, whose
+            # interface names none, its current stream): a fill queued after a long spin there
+            # would otherwise land last.
             if hasattr(torch.cuda, "_sleep"):
                 side = torch.cuda.Stream()
                 with torch.cuda.stream(side):

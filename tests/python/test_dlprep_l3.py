@@ -5,6 +5,7 @@ SAMPLE_DATA, a scratch folder in SCRATCH. The CUDA case runs for real where a GP
 and prints why it skipped where not.
 """
 
+import ctypes
 import glob
 import os
 import random
@@ -771,6 +772,78 @@ class Batches(unittest.TestCase):
                 self.assertIs(got, ring[k % 3])
                 np.testing.assert_array_equal(got.cpu().numpy(),
                                               self.decoder.decode(batches[k % 2]))
+
+    def test_cuda_tensors_pipelines_and_lent_tensors_hold_the_cpus_pixels(self):
+        """The CUDA paths with dlprep's own device tensors (no framework needed): read back
+        through torch, or through the emulated runtime (python_dlprep_l3_emulated_cuda)."""
+        try:
+            gpu = dlprep_l3.BatchDecoder("cuda")
+        except dlprep_l3.Error as e:
+            print(f"\nskipped the CUDA case: {e}", file=sys.stderr)
+            return
+        read = device_reader()
+        if read is None:
+            print("\nno torch and no emulated device: device tensors are not read back",
+                  file=sys.stderr)
+            return
+        with gpu:
+            f16 = {"layout": "nchw-f16", "mean": [1, 2, 3], "std": [4, 5, 6]}
+            tensor = gpu.decode(self.files, output="device", **f16)
+            np.testing.assert_array_equal(read(tensor), self.decoder.decode(self.files, **f16))
+            # A DeviceTensor lent back as out (it has the CUDA array interface), reused.
+            for seed in (1, 2):
+                crop = {"crop": (48, 64), "crop_mode": "random", "seed": seed}
+                self.assertIs(gpu.decode(self.files, output="device", out=tensor, **f16, **crop),
+                              tensor)
+                np.testing.assert_array_equal(read(tensor),
+                                              self.decoder.decode(self.files, **f16, **crop))
+            # Pipelined into new tensors, and into a ring of DeviceTensors.
+            batches = [self.files, self.files[::-1], self.files[1:3], []] * 2
+            got = list(gpu.decode_batches(batches, depth=3, layout="nchw-f32", mean=3))
+            for k, batch in enumerate(got):
+                want = self.decoder.decode(batches[k], layout="nchw-f32", mean=3)
+                if batches[k]:
+                    np.testing.assert_array_equal(read(batch), want)
+                else:
+                    self.assertEqual(batch, [])
+            ring = [gpu.decode(self.files, output="device") for _ in range(3)]
+            for k, batch in enumerate(gpu.decode_batches([self.files, self.files[::-1]] * 3,
+                                                         out=ring)):
+                self.assertIs(batch, ring[k % 3])
+                np.testing.assert_array_equal(read(batch),
+                                              np.stack(self.images[::1 if k % 2 == 0 else -1]))
+            with self.assertRaises(ValueError):  # a DeviceTensor cannot give its first images
+                list(gpu.decode_batches([self.files[:2]], depth=1, out=ring[:2]))
+            with self.assertRaises(ValueError):  # nor host memory be lent as device memory
+                gpu.decode(self.files, output="device", out=np.zeros((4, 48, 64, 3), np.uint8))
+            damaged = bytearray(self.files[2])
+            damaged[len(damaged) // 2:] = bytes(b ^ 0x55 for b in damaged[len(damaged) // 2:])
+            with self.assertRaises(dlprep_l3.Error) as caught:
+                list(gpu.decode_batches([self.files, self.files[:2] + [bytes(damaged)]]))
+            self.assertTrue(str(caught.exception).startswith("batch 1: image 2: l3: "))
+
+
+def device_reader():
+    """A function that copies a device tensor (the CUDA array interface) to a NumPy array: through
+    torch where it is installed, else through the emulated runtime's copy when the library has
+    one (the emulated test's); None when neither can."""
+    try:
+        import torch
+        return lambda t: torch.as_tensor(t, device="cuda").cpu().numpy()
+    except ImportError:
+        pass
+    emulated_read = getattr(dlprep_l3._lib, "dlprep_l3_emulated_read", None)
+    if emulated_read is None:
+        return None
+
+    def read(tensor):
+        interface = tensor.__cuda_array_interface__
+        out = np.empty(interface["shape"], np.dtype(interface["typestr"]))
+        if emulated_read(ctypes.c_void_p(out.ctypes.data), ctypes.c_void_p(interface["data"][0]),
+                         ctypes.c_size_t(out.nbytes)) != 0:
+            raise RuntimeError("the emulated device could not copy the tensor")
+        return out
+    return read
 
 
 if __name__ == "__main__":

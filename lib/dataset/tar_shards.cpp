@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "core/limits.hpp"
 #include "dataset/crc32.hpp"
@@ -19,33 +20,16 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMinBareShardBytes = 64 * 1024;
 
 uint64_t parse_shard_size(std::string_view text) {
-  auto bad = [&] {
-    return Error(Errc::invalid_argument,
-                 "'" + std::string(text) + "' is not a size (e.g. 1GiB, 500MB, 65536)");
-  };
-  double value = 0;
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
-  if (ec != std::errc() || end == text.data() || !std::isfinite(value)) throw bad();
-  std::string unit(end, text.data() + text.size());
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
-  static const struct {
-    const char* unit;
-    double scale;
-  } units[] = {{"", 1},           {"k", 1e3},           {"m", 1e6},
-               {"g", 1e9},        {"t", 1e12},          {"ki", 1024.0},
-               {"mi", 1048576.0}, {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
-  const auto* found = std::find_if(std::begin(units), std::end(units),
-                                   [&](const auto& u) { return unit == u.unit; });
-  if (found == std::end(units)) throw bad();
+  const std::optional<ByteSize> size = parse_byte_size(text);
+  if (!size || !(size->bytes() >= 1))
+    throw Error(Errc::invalid_argument,
+                "'" + std::string(text) + "' is not a size (e.g. 1GiB, 500MB, 65536)");
+  const bool unit_given = size->unit_given;
   // A fraction of a byte is a unit left out ("1.5" for 1.5 GB?), not bytes to round down.
-  if (found->scale == 1 && value != std::floor(value))
+  if (size->unit == 1 && size->number != std::floor(size->number))
     throw Error(Errc::invalid_argument,
                 "'" + std::string(text) + "' is not a whole number of bytes (a unit missing?)");
-  double bytes = std::floor(value * found->scale);
-  if (!(bytes >= 1)) throw bad();
-  const bool unit_given = end != text.data() + text.size();
+  const double bytes = std::floor(size->bytes());
   if (!unit_given && bytes < kMinBareShardBytes)
     throw Error(
         Errc::invalid_argument,

@@ -2,12 +2,10 @@
 #include "profile/profile_mix.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <random>
-#include <system_error>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "core/timing.hpp"
@@ -84,39 +82,21 @@ std::vector<dataset::TargetSpec> default_formats() {
 }
 
 double parse_bandwidth(std::string_view text) {
-  std::string_view s = text;
   auto bad = [&] {
-    return Error(Errc::invalid_argument,
-                 "'" + std::string(text) + "' is not a bandwidth (e.g. 500MB/s, 1.5GB/s, 800MiB/s)");
+    return Error(
+        Errc::invalid_argument,
+        "'" + std::string(text) + "' is not a bandwidth (e.g. 500MB/s, 1.5GB/s, 800MiB/s)");
   };
-  double value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || end == s.data()) throw bad();
-  // The unit in any case, as --shards and --max-memory take theirs: 500mb/s is 500MB/s.
-  std::string unit(s.substr(static_cast<size_t>(end - s.data())));
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (unit.ends_with("/s")) unit.resize(unit.size() - 2);
-  const bool unit_given = !unit.empty();  // "500/s" is bytes/s without a unit too
-  if (unit.ends_with("b")) unit.pop_back();
-  double scale = 1;
-  if (!unit.empty()) {
-    static const struct {
-      const char* unit;
-      double scale;
-    } units[] = {{"k", 1e3},     {"m", 1e6},        {"g", 1e9},           {"t", 1e12},
-                 {"ki", 1024.0}, {"mi", 1048576.0}, {"gi", 1073741824.0}, {"ti", 1099511627776.0}};
-    bool found = false;
-    for (const auto& u : units)
-      if (unit == u.unit) {
-        scale = u.scale;
-        found = true;
-      }
-    if (!found) throw bad();
-  }
-  double bytes = value * scale;
+  std::string_view size = text;  // a size per second: "/s" in any case, or left out
+  if (size.size() >= 2 && size[size.size() - 2] == '/' &&
+      (size.back() == 's' || size.back() == 'S'))
+    size.remove_suffix(2);
+  const std::optional<ByteSize> parsed = parse_byte_size(size);
+  if (!parsed) throw bad();
+  const double bytes = parsed->bytes();
   if (!(bytes > 0) || !std::isfinite(bytes)) throw bad();
   // A bare number is bytes/s, and under 1 MB/s it is rather a unit left out ("500" for 500MB/s).
-  if (!unit_given && bytes < 1e6)
+  if (!parsed->unit_given && bytes < 1e6)
     throw Error(Errc::invalid_argument, "'" + std::string(text) +
                                             "' without a unit is bytes/s: a unit missing? (e.g. " +
                                             "500MB/s; 500kB/s for a slow storage)");

@@ -46,9 +46,10 @@ ProfileReport profile_mix(const ProfileOptions& options);
 /// The default candidates: png, bmp and l3 where built in.
 std::vector<dataset::TargetSpec> default_formats();
 
-/// Parses "500MB/s", "1.5GB/s", "800MiB/s", "100M", "2e8" (bytes/s; decimal k/M/G/T and binary
-/// Ki/Mi/Gi/Ti prefixes, an optional "B" and "/s"). Throws Error(invalid_argument), also for a
-/// number without a unit under 1 MB/s (a unit left out: "500").
+/// Parses "500MB/s", "1.5GB/s", "800MiB/s", "100M", "2e8": a size (core/byte_size.hpp: kB, MB,
+/// GB, TB powers of 1000; K, M, G, T and KiB .. TiB powers of 1024) per second, the "/s" optional.
+/// Throws Error(invalid_argument), also for a number without a unit under 1 MB/s (a unit left
+/// out: "500").
 double parse_bandwidth(std::string_view text);
 
 }  // namespace dlprep::profile

@@ -111,7 +111,7 @@ expect min_freq_negative 2 "$DLPREP" criteo-preprocess --min-freq -5 "$S/deepctr
 contains min_freq_negative "$T/min_freq_negative.err" "is negative"
 expect log_offset_inf 2 "$DLPREP" criteo-preprocess --log-offset inf "$S/deepctr_200.tsv" -o "$T/o3c"
 expect max_memory_bad 2 "$DLPREP" criteo-preprocess --max-memory 1x "$S/deepctr_200.tsv" -o "$T/o3c"
-contains max_memory_bad "$T/max_memory_bad.err" "unknown unit"
+contains max_memory_bad "$T/max_memory_bad.err" "is not a size"
 expect skip_bad 0 "$DLPREP" criteo-preprocess --on-bad-row skip "$S/deepctr_200.tsv" "$SRC/tests/criteo/cli_test.sh" -o "$T/o4"
 contains skip_bad "$T/skip_bad.err" "malformed rows skipped"
 expect json 0 "$DLPREP" --json criteo-preprocess --preset piper "$S/nvtabular_day_0.gz" -o "$T/o5"

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "option_checks.hpp"
 #include "output.hpp"
@@ -55,32 +55,16 @@ struct CriteoCliOptions {
   std::map<std::string, CLI::Option*> given;
 };
 
-// --max-memory: bytes, or K, M, G, T in any case, with or without B or iB, all powers of 1024 as
-// in the memory limits users already write (Slurm's --mem, Docker's --memory).
+// --max-memory SIZE: core/byte_size.hpp's rule, where 8G is 8 GiB as in Slurm's --mem and
+// Docker's --memory.
 uint64_t parse_memory_size(const std::string& text) {
   if (text.empty()) return 0;
   auto bad = [&](const std::string& why) {
     return Error(Errc::invalid_argument, "--max-memory: '" + text + "' " + why);
   };
-  double value = 0;  // 1.5G is a size too
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value, std::chars_format::fixed);
-  if (ec != std::errc() || end == text.data() || !(value >= 0))
-    throw bad("is not a size (e.g. 512M, 8G)");
-  std::string unit(end, text.data() + text.size());
-  for (char& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();
-  if (unit.size() > 1 && unit.back() == 'i') unit.pop_back();
-  static const std::string kUnits = "kmgt";
-  unsigned shift = 0;
-  if (unit == "b" || unit.empty()) {
-    shift = 0;
-  } else if (unit.size() == 1 && kUnits.find(unit[0]) != std::string::npos) {
-    shift = 10 * (1 + static_cast<unsigned>(kUnits.find(unit[0])));
-  } else {
-    throw bad("has an unknown unit (K, M, G or T: powers of 1024)");
-  }
-  const double bytes = std::floor(std::ldexp(value, static_cast<int>(shift)));
+  const std::optional<ByteSize> size = parse_byte_size(text);
+  if (!size) throw bad("is not a size (e.g. 512M, 8G)");
+  const double bytes = std::floor(size->bytes());
   if (!(bytes < 0x1p64)) throw bad("is too large");
   if (bytes < 1) throw bad("is no memory at all (leave the option out for no limit)");
   return static_cast<uint64_t>(bytes);
@@ -350,7 +334,7 @@ Action add_criteo_preprocess_command(CLI::App& app) {
          "also write all decoded rows in dlprep's binary row format (for --input-format bin)")
       ->type_name("FILE");
   cmd->add_option("--max-memory", c->max_memory,
-                  "refuse to use more memory than this (e.g. 512M, 8G; powers of 1024)")
+                  "refuse to use more memory than this (e.g. 512M, 8G: powers of 1024; 8GB: 10^9)")
       ->type_name("SIZE");
   cmd->add_flag("--no-resume,-f,--force", c->no_resume,
                 "rebuild everything even if a matching vocabulary and day outputs exist (-f, "

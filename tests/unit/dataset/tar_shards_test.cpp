@@ -67,8 +67,9 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   CHECK(parse_shard_size("1GiB") == uint64_t{1} << 30);
   CHECK(parse_shard_size("1gib") == uint64_t{1} << 30);
   CHECK(parse_shard_size("500MB") == 500000000);
-  CHECK(parse_shard_size("500M") == 500000000);
-  CHECK(parse_shard_size("1.5G") == 1500000000);
+  CHECK(parse_shard_size("500M") == uint64_t{500} << 20);  // a bare letter: 1024s, as split -b
+  CHECK(parse_shard_size("1.5G") == uint64_t{3} << 29);
+  CHECK(parse_shard_size("1.5GB") == 1500000000);
   CHECK_THROWS_AS(parse_shard_size("1.5"), Error);  // bytes: a unit left out, not 1 byte
   // Too few bytes for any shard, a unit left out too; with a unit it is taken as meant.
   CHECK_THROWS_WITH_AS(parse_shard_size("1.0"), doctest::Contains("unit missing"), Error);
@@ -85,8 +86,9 @@ TEST_CASE("shard sizes take decimal and binary units and reject nonsense") {
   CHECK(parse_shard_size("16GiB") == uint64_t{1} << 34);
   CHECK_THROWS_AS(parse_shard_size("1TiB"), Error);  // more than a shard reader maps
   CHECK(parse_shard_size("100B") == 100);
+  CHECK(parse_shard_size("1e9") == 1000000000);  // as Python writes WebDataset's maxsize
   for (const char* bad :
-       {"", "0", "0.1", "-5", "GiB", "1XB", "1 GiB", "nan", "inf", "1e9", "9999999TiB", "12abc"}) {
+       {"", "0", "0.1", "-5", "GiB", "1XB", "1 GiB", "nan", "inf", "1.5B", "9999999TiB", "12abc"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_shard_size(bad), Error);
   }

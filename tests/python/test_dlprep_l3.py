@@ -398,7 +398,8 @@ class SingleImages(unittest.TestCase):
 
     def test_a_missing_library_fails_the_import_with_what_to_do(self):
         result = subprocess.run([sys.executable, "-c", "import dlprep_l3"], capture_output=True,
-                                text=True, env={**os.environ, "DLPREP_L3_LIBRARY": "/nonexistent.so"})
+                                text=True,
+                                env={**os.environ, "DLPREP_L3_LIBRARY": "/nonexistent.so"})
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("cannot load /nonexistent.so", result.stderr)
         self.assertIn("DLPREP_L3_LIBRARY", result.stderr)
@@ -720,10 +721,9 @@ class Batches(unittest.TestCase):
             tensor = gpu.decode(self.files, output="device")
             interface = tensor.__cuda_array_interface__
             self.assertEqual((interface["shape"], interface["typestr"]), ((4, 48, 64, 3), "|u1"))
-            try:
-                import torch
-            except ImportError:
-                print("\nno torch: the device tensor's contents are not read back",
+            torch = torch_on_this_gpu()
+            if torch is None:
+                print("\nno torch with CUDA on this GPU: torch's tensors are not tried",
                       file=sys.stderr)
                 return
             shared = torch.as_tensor(tensor, device="cuda")
@@ -783,7 +783,7 @@ class Batches(unittest.TestCase):
             return
         read = device_reader()
         if read is None:
-            print("\nno torch and no emulated device: device tensors are not read back",
+            print("\nno torch with CUDA and no emulated device: device tensors are not read back",
                   file=sys.stderr)
             return
         with gpu:
@@ -823,18 +823,28 @@ class Batches(unittest.TestCase):
             self.assertTrue(str(caught.exception).startswith("batch 1: image 2: l3: "))
 
 
-def device_reader():
-    """A function that copies a device tensor (the CUDA array interface) to a NumPy array: through
-    torch where it is installed, else through the emulated runtime's copy when the library has
-    one (the emulated test's); None when neither can."""
+def torch_on_this_gpu():
+    """torch, where it is installed with CUDA and dlprep's device is a real GPU (the emulated
+    library's device memory is host memory torch knows nothing of); else None."""
+    if hasattr(dlprep_l3._lib, "dlprep_l3_emulated_read"):
+        return None
     try:
         import torch
-        return lambda t: torch.as_tensor(t, device="cuda").cpu().numpy()
     except ImportError:
-        pass
+        return None
+    return torch if torch.cuda.is_available() else None  # a CPU-only build of torch
+
+
+def device_reader():
+    """A function that copies a device tensor (the CUDA array interface) to a NumPy array: through
+    the emulated runtime's copy when the library has one (the emulated test's), else through torch
+    with CUDA; None when neither can."""
     emulated_read = getattr(dlprep_l3._lib, "dlprep_l3_emulated_read", None)
     if emulated_read is None:
-        return None
+        torch = torch_on_this_gpu()
+        if torch is None:
+            return None
+        return lambda t: torch.as_tensor(t, device="cuda").cpu().numpy()
 
     def read(tensor):
         interface = tensor.__cuda_array_interface__

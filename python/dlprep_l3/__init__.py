@@ -163,10 +163,12 @@ def info(data):
 def decode(data, threads=1, out=None):
     """Decodes the L3 file in `data` (bytes-like) into a (height, width, channels) uint8 array,
     checking every patch; `threads` decode patches in parallel. `out`, if given, is a uint8
-    array of that shape to fill (its rows may be strided, as a slice of a larger array)."""
+    array (or CPU torch tensor) of that shape to fill (its rows may be strided, as a slice of a
+    larger array)."""
     view = _bytes_of(data)
     header = info(view)
     shape = (header.height, header.width, header.channels)
+    out = _host_view(out)
     if out is None:
         out = np.empty(shape, dtype=np.uint8)
     elif (not isinstance(out, np.ndarray) or out.dtype != np.uint8 or out.shape != shape
@@ -407,15 +409,28 @@ def _host_arrays(buffer, batch, layout):
                          buffer[offset:].view(dtype)[:int(np.prod(shape))].reshape(shape))
 
 
+def _host_view(array):
+    """A NumPy view of host memory to decode into: the array itself, or a CPU torch tensor's
+    memory (pinned or not, as .numpy() shares it); anything else as it is."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(array, torch.Tensor) and array.device.type == "cpu":
+        try:
+            return array.numpy()
+        except (RuntimeError, TypeError) as e:  # requires_grad, bfloat16
+            raise ValueError(f"dlprep_l3: out is a torch tensor NumPy cannot view: {e}") from None
+    return array
+
+
 def _memory_of(array, device):
     """The address, shape, typestr and stream (0: none) of memory to decode into: a GPU array
-    (`device`) or a C-contiguous writable NumPy array."""
+    (`device`) or a C-contiguous writable host array (_host_view)."""
     if device:
         return _device_memory_of(array)
-    if isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable:
-        return array.ctypes.data, array.shape, array.dtype.str, 0
+    view = _host_view(array)
+    if isinstance(view, np.ndarray) and view.flags.c_contiguous and view.flags.writeable:
+        return view.ctypes.data, view.shape, view.dtype.str, 0
     raise ValueError("dlprep_l3: out for the CPU backend must be C-contiguous writable NumPy "
-                     "arrays")
+                     "arrays or CPU torch tensors")
 
 
 def _memory_for_batch(array, batch, layout, device):
@@ -501,7 +516,8 @@ class BatchDecoder:
         output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
         out: memory to decode into, reused from batch to batch (a new tensor of a big batch
             costs its allocation every time): with output="host" a C-contiguous writable NumPy
-            array of at least the tensor's bytes, and the result is a view of it; with
+            array or CPU torch tensor (pinned, for a later .cuda(non_blocking=True)) of at
+            least the tensor's bytes, and the result is a NumPy view of its memory; with
             output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
             a CuPy array: anything with the CUDA array interface) of the batch's shape and
             dtype, or with room for more images (the first axis longer: the last, short batch
@@ -551,6 +567,7 @@ class BatchDecoder:
                                                       ctypes.byref(tensor)))
             return _device_tensors(_Handle(tensor.value, _lib.dlprep_l3_tensor_destroy), batch,
                                    layout)
+        out = _host_view(out)
         if out is None:
             buffer = np.empty(batch.total, dtype=np.uint8)
         elif (not isinstance(out, np.ndarray) or not out.flags.c_contiguous
@@ -581,10 +598,11 @@ class BatchDecoder:
             share memory, each of the batch's shape and dtype or with room for more images (as
             decode()'s), decoded into in turn: batch k into out[k % len(out)], which (or its
             first n images) is what is yielded. GPU arrays with the CUDA array interface (CUDA),
-            or C-contiguous NumPy arrays (CPU backend). An array is decoded into again once the
-            generator has been resumed past the batch it held, after the work queued by then on
-            its stream, as decode()'s out. With CUDA, prefer it for training: a new tensor
-            costs a cudaMalloc, and freeing it a cudaFree, which waits for the whole GPU.
+            or C-contiguous NumPy arrays or CPU torch tensors (CPU backend). An array is decoded
+            into again once the generator has been resumed past the batch it held, after the
+            work queued by then on its stream, as decode()'s out. With CUDA, prefer it for
+            training: a new tensor costs a cudaMalloc, and freeing it a cudaFree, which waits
+            for the whole GPU.
 
         targets: each element of `batches` is a pair (files, targets), as torch's DataLoader
             collates items (bytes, target) (Dataset(root, decode=False)), and the generator

@@ -101,6 +101,13 @@ class SingleImages(unittest.TestCase):
         self.assertEqual(int(canvas[:, :10].sum()) + int(canvas[:, 60:].sum()), 0)
         with self.assertRaises(ValueError):
             dlprep_l3.decode(dlprep_l3.encode(image), out=canvas)
+        try:
+            import torch
+        except ImportError:
+            return
+        tensor = torch.zeros((40, 70, 3), dtype=torch.uint8)  # a CPU torch tensor's memory too
+        dlprep_l3.decode(dlprep_l3.encode(image), out=tensor[5:35, 10:60])
+        np.testing.assert_array_equal(tensor.numpy(), canvas)
 
     def test_broadcast_flipped_and_strided_views_encode_as_their_pixels(self):
         row = mixed_image(1, 64, 3, 12)[0]
@@ -598,6 +605,40 @@ class Batches(unittest.TestCase):
         with self.assertRaises(ValueError):
             list(self.decoder.decode_batches(batches, depth=1,
                                              out=[np.zeros((4, 48, 64, 3), np.float32)] * 2))
+
+    def test_cpu_torch_tensors_take_the_pixels_as_numpy_arrays_do(self):
+        """torch's CPU tensors (pinned ones too, as a trainer copies them on with
+        .cuda(non_blocking=True)) are memory to decode into on the CPU backend."""
+        try:
+            import torch
+        except ImportError:
+            print("\nno torch: its CPU tensors are not tried as out", file=sys.stderr)
+            return
+        f16 = {"layout": "nchw-f16", "mean": [1, 2, 3], "std": [4, 5, 6]}
+        flat = torch.zeros(4 * 48 * 64 * 3 + 5, dtype=torch.uint8)
+        got = self.decoder.decode(self.files, out=flat)
+        self.assertEqual(got.ctypes.data, flat.data_ptr())  # a view of the tensor's memory
+        np.testing.assert_array_equal(flat[:-5].numpy().reshape(4, 48, 64, 3),
+                                      np.stack(self.images))
+        ring = [torch.full((5, 3, 48, 64), -1, dtype=torch.float16) for _ in range(3)]
+        batches = [self.files, self.files[::-1], self.files[1:3], self.files]
+        for k, batch in enumerate(self.decoder.decode_batches(batches, out=ring, **f16)):
+            self.assertIsInstance(batch, torch.Tensor)
+            self.assertEqual(batch.data_ptr(), ring[k % 3].data_ptr())
+            self.assertEqual(batch.shape[0], len(batches[k]))
+            np.testing.assert_array_equal(batch.numpy(), self.decoder.decode(batches[k], **f16))
+        with self.assertRaises(ValueError):  # one memory twice
+            self.decoder.decode_batches(batches, out=[ring[0], ring[1], ring[0][1:]], **f16)
+        for bad in (torch.zeros(100000, dtype=torch.bfloat16),  # NumPy has no view of these
+                    torch.zeros(100000, requires_grad=True),
+                    torch.zeros((4, 48, 64, 6), dtype=torch.uint8)[..., ::2]):
+            with self.assertRaises(ValueError):
+                self.decoder.decode(self.files, out=bad)
+        if torch.cuda.is_available():
+            pinned = torch.empty((4, 48, 64, 3), dtype=torch.uint8).pin_memory()
+            self.decoder.decode(self.files, out=pinned)
+            np.testing.assert_array_equal(pinned.cuda(non_blocking=True).cpu().numpy(),
+                                          np.stack(self.images))
 
     def test_a_damaged_pipelined_batch_is_named_and_ends_the_batches(self):
         damaged = bytearray(self.files[1])

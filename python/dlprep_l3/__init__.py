@@ -10,6 +10,8 @@ this file by the dlprep build, and needs NumPy only:
     >>> with dlprep_l3.BatchDecoder("auto") as decoder:  # CUDA when there is a GPU
     ...     batch = decoder.decode([data] * 8, layout="nchw-f32", mean=[123.675, 116.28, 103.53],
     ...                            std=[58.395, 57.12, 57.375], crop=224)   # (8, 3, 224, 224)
+    ...     for batch in decoder.decode_batches(loader, layout="nchw-f16", crop=224):
+    ...         train(batch)    # while the next batches copy and decode (depth=2 in flight)
 
 Every failure raises dlprep_l3.Error, whose message says what is wrong and, in a batch, which
 image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arrays are HWC uint8 for one

@@ -1,6 +1,7 @@
 #include "core/byte_size.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -11,7 +12,7 @@ namespace dlprep {
 std::optional<ByteSize> parse_byte_size(std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end == text.data() || !std::isfinite(value) || value < 0)
+  if (ec != std::errc() || end == text.data() || !std::isfinite(value) || std::signbit(value))
     return std::nullopt;
   std::string unit(end, text.data() + text.size());
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -26,8 +27,9 @@ std::optional<ByteSize> parse_byte_size(std::string_view text) {
   };
   const auto* found = std::find_if(std::begin(kUnits), std::end(kUnits),
                                    [&](const auto& u) { return unit == u.unit; });
-  if (found == std::end(kUnits)) return std::nullopt;
-  return ByteSize{value, found->scale, !unit.empty()};
+  if (found == std::end(kUnits) || (found->scale == 1 && value != std::floor(value)))
+    return std::nullopt;
+  return ByteSize{value * found->scale, !unit.empty()};
 }
 
 }  // namespace dlprep

@@ -11,14 +11,13 @@
 namespace dlprep {
 
 struct ByteSize {
-  double number = 0;                              ///< as written: 1.5 for "1.5G"
-  double unit = 1;                                ///< bytes per unit: 1 for a bare number and for B
-  bool unit_given = false;                        ///< false for a bare number
-  double bytes() const { return number * unit; }  ///< not rounded
+  double bytes = 0;         ///< the number times its unit, not rounded (1.0005kB: 1000.5)
+  bool unit_given = false;  ///< false for a bare number
 };
 
 /// Parses "1.5G", "500MB", "64KiB", "4096B", "65536", "2e8". Returns nullopt for anything else:
-/// no number, an unknown unit, a negative, NaN or infinite value. Callers word their own errors
+/// no number, an unknown unit, a negative (-0 too), NaN or infinite value, a fraction of a byte
+/// ("1.5", "1.5B": a unit left out, rather than bytes to round). Callers word their own errors
 /// (which option, what a valid size looks like there).
 std::optional<ByteSize> parse_byte_size(std::string_view text);
 

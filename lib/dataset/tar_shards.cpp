@@ -21,16 +21,11 @@ constexpr uint64_t kMinBareShardBytes = 64 * 1024;
 
 uint64_t parse_shard_size(std::string_view text) {
   const std::optional<ByteSize> size = parse_byte_size(text);
-  if (!size || !(size->bytes() >= 1))
+  if (!size || !(size->bytes >= 1))
     throw Error(Errc::invalid_argument,
                 "'" + std::string(text) + "' is not a size (e.g. 1GiB, 500MB, 65536)");
-  const bool unit_given = size->unit_given;
-  // A fraction of a byte is a unit left out ("1.5" for 1.5 GB?), not bytes to round down.
-  if (size->unit == 1 && size->number != std::floor(size->number))
-    throw Error(Errc::invalid_argument,
-                "'" + std::string(text) + "' is not a whole number of bytes (a unit missing?)");
-  const double bytes = std::floor(size->bytes());
-  if (!unit_given && bytes < kMinBareShardBytes)
+  const double bytes = std::floor(size->bytes);
+  if (!size->unit_given && bytes < kMinBareShardBytes)
     throw Error(
         Errc::invalid_argument,
         "'" + std::string(text) + "' bytes is too small a shard (a number without a " +

@@ -21,9 +21,10 @@ namespace dlprep::dataset {
 
 /// Parses --shards SIZE: bytes, or a number with a unit (core/byte_size.hpp: kB, MB, GB, TB powers
 /// of 1000; K, M, G, T and KiB .. TiB powers of 1024), e.g. "1GiB", "500MB", "1.5G", "65536".
-/// Throws Error(invalid_argument) for 0, a negative or malformed size, a number of bytes without a
-/// unit under 65536 ("1" is 1 GiB with its unit left out; a small size takes a unit: 10kB), or one
-/// above 16 GiB (limits::kMaxFileBytes: shards are mapped whole when read).
+/// Throws Error(invalid_argument) for 0, a negative or malformed size, a fraction of a byte, a
+/// number of bytes without a unit under 65536 ("1" is 1 GiB with its unit left out; a small size
+/// takes a unit: 10kB), or one above 16 GiB (limits::kMaxFileBytes: shards are mapped whole when
+/// read).
 uint64_t parse_shard_size(std::string_view text);
 
 /// The location of shard `number` relative to the dataset: "data/shard-000012.tar", or with

@@ -93,7 +93,7 @@ double parse_bandwidth(std::string_view text) {
     size.remove_suffix(2);
   const std::optional<ByteSize> parsed = parse_byte_size(size);
   if (!parsed) throw bad();
-  const double bytes = parsed->bytes();
+  const double bytes = parsed->bytes;
   if (!(bytes > 0) || !std::isfinite(bytes)) throw bad();
   // A bare number is bytes/s, and under 1 MB/s it is rather a unit left out ("500" for 500MB/s).
   if (!parsed->unit_given && bytes < 1e6)

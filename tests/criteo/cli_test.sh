@@ -88,10 +88,15 @@ if (ulimit -v 4000000 && "$DLPREP" --version) >/dev/null 2>&1; then
 else
   echo "skip address_limit: this build cannot run under ulimit -v (a sanitizer's shadow memory)"
 fi
-# Memory sizes as Slurm and Docker write them: any case, B or iB, fractions; powers of 1024.
+# Memory sizes by dlprep's one rule (lib/core/byte_size.hpp): any case, fractions of a unit;
+# K, M, G, T and KiB .. powers of 1024, as Slurm and Docker read them; kB, MB, GB powers of 1000.
 expect max_memory_units 0 "$DLPREP" criteo-preprocess --max-memory 4g "$S/deepctr_200.tsv" -o "$T/o3b"
 expect max_memory_tiny 1 "$DLPREP" criteo-preprocess --max-memory 1.5KiB "$S/deepctr_200.tsv" -o "$T/o3c"
 contains max_memory_tiny "$T/max_memory_tiny.err" "--max-memory is 1536 bytes"
+expect max_memory_decimal 1 "$DLPREP" criteo-preprocess --max-memory 1.5kB "$S/deepctr_200.tsv" -o "$T/o3m1"
+contains max_memory_decimal "$T/max_memory_decimal.err" "--max-memory is 1500 bytes"
+expect max_memory_fraction 2 "$DLPREP" criteo-preprocess --max-memory 1.5B "$S/deepctr_200.tsv" -o "$T/o3m2"
+contains max_memory_fraction "$T/max_memory_fraction.err" "is not a size"
 # A --vocab-from vocabulary too big for --max-memory is refused before it is read (vocab.json's
 # cardinalities and modulus give its size: 26 flat tables of 4 Mi entries are 416 MiB).
 expect big_vocab 0 "$DLPREP" criteo-preprocess --modulus 4194304 --output-format none "$S/deepctr_200.tsv" -o "$T/bigvocab"

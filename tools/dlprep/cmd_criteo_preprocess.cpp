@@ -64,7 +64,7 @@ uint64_t parse_memory_size(const std::string& text) {
   };
   const std::optional<ByteSize> size = parse_byte_size(text);
   if (!size) throw bad("is not a size (e.g. 512M, 8G)");
-  const double bytes = std::floor(size->bytes());
+  const double bytes = std::floor(size->bytes);
   if (!(bytes < 0x1p64)) throw bad("is too large");
   if (bytes < 1) throw bad("is no memory at all (leave the option out for no limit)");
   return static_cast<uint64_t>(bytes);
@@ -333,8 +333,9 @@ Action add_criteo_preprocess_command(CLI::App& app) {
          "--emit-binary", c->emit_binary,
          "also write all decoded rows in dlprep's binary row format (for --input-format bin)")
       ->type_name("FILE");
-  cmd->add_option("--max-memory", c->max_memory,
-                  "refuse to use more memory than this (e.g. 512M, 8G: powers of 1024; 8GB: 10^9)")
+  cmd->add_option(
+         "--max-memory", c->max_memory,
+         "refuse to use more memory than this (e.g. 512M, 8G: powers of 1024; MB, GB: of 1000)")
       ->type_name("SIZE");
   cmd->add_flag("--no-resume,-f,--force", c->no_resume,
                 "rebuild everything even if a matching vocabulary and day outputs exist (-f, "

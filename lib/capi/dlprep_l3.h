@@ -191,6 +191,14 @@ dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlpr
                                         const void* const* files, const size_t* sizes, size_t count,
                                         void* out, size_t out_size, uintptr_t after_stream,
                                         uint64_t* ticket);
+/* The same for files the caller keeps allocated and unchanged until dlprep_l3_pipeline_wait()
+ * has returned the batch: the CPU backend decodes them where they are, without the copy (CUDA
+ * copies them into pinned staging memory as dlprep_l3_pipeline_submit() does). */
+dlprep_status dlprep_l3_pipeline_submit_kept(dlprep_l3_pipeline* pipeline,
+                                             const dlprep_l3_plan* plan, const void* const* files,
+                                             const size_t* sizes, size_t count, void* out,
+                                             size_t out_size, uintptr_t after_stream,
+                                             uint64_t* ticket);
 /* Waits for the oldest batch in flight and sets *ticket to its number (also on failure). On
  * success its tensor is complete. A damaged file fails it as dlprep_l3_decode_batch() would
  * (DLPREP_CORRUPT_DATA, "image 3: ..."): the batch is dropped and the pipeline stays usable.

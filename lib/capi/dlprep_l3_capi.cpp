@@ -212,6 +212,40 @@ void decode_on_device(dlprep_l3_decoder& decoder, const dlprep::l3::BatchPlan& p
   (void)pipeline.wait();
 }
 
+// dlprep_l3_pipeline_submit(_kept): `kept` when the caller keeps the files until the wait.
+dlprep_status submit_batch(dlprep_l3_pipeline* pipeline, const dlprep_l3_plan* plan,
+                           const void* const* files, const size_t* sizes, size_t count, void* out,
+                           size_t out_size, uintptr_t after_stream, uint64_t* ticket,
+                           bool kept) noexcept {
+  return guarded([&] {
+    require(pipeline != nullptr && plan != nullptr && ticket != nullptr,
+            "the pipeline, the plan or the ticket is a null pointer");
+    dlprep::l3::BatchPipeline& p = *pipeline->pipeline;
+    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
+    dlprep_l3_pipeline::Batch batch{pipeline->submitted, plan->plan,
+                                    lent_output(*pipeline->decoder, *plan->plan, out, out_size)};
+    const size_t before = p.in_flight();
+    p.order_after_stream(after_stream);
+    try {
+      // Its ticket: both count the same submits.
+      (void)(kept ? p.submit_kept(*batch.plan, spans, *batch.out)
+                  : p.submit(*batch.plan, spans, *batch.out));
+    } catch (...) {
+      // A batch that took its ticket but could not be queued is still in flight: its wait
+      // reports it, as the pipeline's tickets retire in order.
+      if (p.in_flight() > before) {
+        *ticket = batch.ticket;
+        pipeline->in_flight.push_back(std::move(batch));
+        ++pipeline->submitted;
+      }
+      throw;
+    }
+    *ticket = batch.ticket;
+    pipeline->in_flight.push_back(std::move(batch));
+    ++pipeline->submitted;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -429,31 +463,17 @@ dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlpr
                                         const void* const* files, const size_t* sizes, size_t count,
                                         void* out, size_t out_size, uintptr_t after_stream,
                                         uint64_t* ticket) {
-  return guarded([&] {
-    require(pipeline != nullptr && plan != nullptr && ticket != nullptr,
-            "the pipeline, the plan or the ticket is a null pointer");
-    dlprep::l3::BatchPipeline& p = *pipeline->pipeline;
-    const std::vector<ByteSpan> spans = file_spans(files, sizes, count);
-    dlprep_l3_pipeline::Batch batch{pipeline->submitted, plan->plan,
-                                    lent_output(*pipeline->decoder, *plan->plan, out, out_size)};
-    const size_t before = p.in_flight();
-    p.order_after_stream(after_stream);
-    try {
-      (void)p.submit(*batch.plan, spans, *batch.out);  // its ticket: both count the same submits
-    } catch (...) {
-      // A batch that took its ticket but could not be queued is still in flight: its wait
-      // reports it, as the pipeline's tickets retire in order.
-      if (p.in_flight() > before) {
-        *ticket = batch.ticket;
-        pipeline->in_flight.push_back(std::move(batch));
-        ++pipeline->submitted;
-      }
-      throw;
-    }
-    *ticket = batch.ticket;
-    pipeline->in_flight.push_back(std::move(batch));
-    ++pipeline->submitted;
-  });
+  return submit_batch(pipeline, plan, files, sizes, count, out, out_size, after_stream, ticket,
+                      false);
+}
+
+dlprep_status dlprep_l3_pipeline_submit_kept(dlprep_l3_pipeline* pipeline,
+                                             const dlprep_l3_plan* plan, const void* const* files,
+                                             const size_t* sizes, size_t count, void* out,
+                                             size_t out_size, uintptr_t after_stream,
+                                             uint64_t* ticket) {
+  return submit_batch(pipeline, plan, files, sizes, count, out, out_size, after_stream, ticket,
+                      true);
 }
 
 dlprep_status dlprep_l3_pipeline_wait(dlprep_l3_pipeline* pipeline, uint64_t* ticket) {

@@ -4,13 +4,21 @@
 // the order check_patch() in decode_cpu.cpp makes them, a status byte per task, and the first
 // failure in plan order reported; then the pixels through batch_output.hpp, the same per-element
 // code the kernel runs. The "device" of this backend is host memory, so the device-resident API
-// and the pipeline run here too (synchronously) and the tests cover their bookkeeping.
+// and the pipeline run here too, and the tests cover their bookkeeping.
+#include <unistd.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/parallel.hpp"
@@ -151,73 +159,172 @@ void decode_plan(const BatchPlan& plan, const uint8_t* const* files, uint8_t* ou
     throw Error(Errc::corrupt_data, patch_failure_message(plan.tasks[bad], status[bad]));
 }
 
-// The cpu "pipeline": each submit decodes at once on the calling thread's pool; wait() hands the
-// results (or the error) back in order, so that callers and tests see the CUDA pipeline's
-// contract.
+// The cpu pipeline: a worker thread decodes the batches in submission order (each on `threads`
+// threads) while the caller goes on, as the CUDA pipeline's streams do: a training loop's step
+// overlaps the decode of the next batches. submit() copies host files into the slot's staging
+// buffer, so that they may be released when it returns, as the contract says; submit_kept()
+// decodes them where they are.
 class BatchPipelineCpu final : public BatchPipeline {
  public:
   BatchPipelineCpu(unsigned threads, const PipelineOptions& options)
-      : threads_(threads), ring_(options.depth) {}
+      : threads_(threads), ring_(options.depth), slots_(options.depth) {}
+  ~BatchPipelineCpu() override {
+    if (!worker_) return;
+    if (forked()) {
+      (void)worker_.release();  // deliberately leaked: its pthread_t means nothing here
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    worker_->join();  // the worker finishes the batches in flight first
+  }
   unsigned depth() const override { return ring_.depth(); }
   size_t in_flight() const override { return ring_.in_flight(); }
 
   uint64_t submit(const BatchPlan& plan, std::span<const ByteSpan> files,
                   BatchBuffer& out) override {
-    if (files.size() != plan.images.size())
-      throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
-    check_buffers(plan, nullptr, out, MemoryKind::device);
-    std::vector<const uint8_t*> bases(files.size());
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (files[i].size() != plan.images[i].file_bytes)
-        throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
-      bases[i] = files[i].data();
-    }
-    return run(plan, bases, out);
+    check_files(plan, files, out);
+    return start(plan, out, [&](Slot& slot) {
+      slot.staging.resize(plan.input_bytes);  // kept from batch to batch: no allocation then
+      for (size_t i = 0; i < files.size(); ++i) {
+        uint8_t* at = slot.staging.data() + plan.images[i].src;
+        if (!files[i].empty()) std::memcpy(at, files[i].data(), files[i].size());
+        slot.bases[i] = at;
+      }
+    });
+  }
+  uint64_t submit_kept(const BatchPlan& plan, std::span<const ByteSpan> files,
+                       BatchBuffer& out) override {
+    check_files(plan, files, out);
+    return start(plan, out, [&](Slot& slot) {
+      for (size_t i = 0; i < files.size(); ++i) slot.bases[i] = files[i].data();
+    });
   }
   uint64_t submit(const BatchPlan& plan, const BatchBuffer& in, BatchBuffer& out) override {
     check_buffers(plan, &in, out, MemoryKind::pinned_host);
-    std::vector<const uint8_t*> bases(plan.images.size());
-    for (size_t i = 0; i < bases.size(); ++i) bases[i] = in.data() + plan.images[i].src;
-    return run(plan, bases, out);
+    return start(plan, out, [&](Slot& slot) {
+      for (size_t i = 0; i < plan.images.size(); ++i)
+        slot.bases[i] = in.data() + plan.images[i].src;
+    });
   }
   void order_after_stream(std::uintptr_t) override {}  // host memory: nothing is queued on it
   BatchResult wait() override {
     const SlotRing::Entry e = ring_.front();
-    Done done = std::move(done_.front());
-    done_.pop_front();
+    Slot& slot = slots_[e.slot];
+    if (forked()) {  // alone in this process: no lock to take (the parent's may be held)
+      if (!slot.done)
+        throw Error(Errc::invalid_argument,
+                    "l3 pipeline: made in another process (before a fork): its batches are "
+                    "decoded there");
+    } else {
+      std::unique_lock<std::mutex> lock(mutex_);
+      finished_.wait(lock, [&] { return slot.done; });
+    }
     ring_.pop();
-    if (done.error) std::rethrow_exception(done.error);
-    return {e.ticket, done.timings};
+    if (slot.error) std::rethrow_exception(std::exchange(slot.error, nullptr));
+    return {e.ticket, slot.timings};
   }
 
  private:
-  struct Done {
+  struct Slot {
+    std::vector<uint8_t> staging;       // the batch's files back to back (host files only)
+    std::vector<const uint8_t*> bases;  // each image's file
+    const BatchPlan* plan = nullptr;
+    uint8_t* out = nullptr;
     DecodeTimings timings;
     std::exception_ptr error;
+    bool done = true;  // under mutex_ once queued
   };
-  uint64_t run(const BatchPlan& plan, const std::vector<const uint8_t*>& bases, BatchBuffer& out) {
-    // The batch's record first, so that a ticket never goes without one (wait() reads it).
-    done_.emplace_back();
-    SlotRing::Entry e;
+
+  // Claims the next slot, lets `fill` point its bases at the files, and queues it for the
+  // worker; a batch that fails before it is queued is done at once with its error, which
+  // wait() reports in its turn (a ticket never goes without its record).
+  template <typename Fill>
+  uint64_t start(const BatchPlan& plan, BatchBuffer& out, Fill&& fill) {
+    if (forked())
+      throw Error(Errc::invalid_argument,
+                  "l3 pipeline: made in another process (before a fork): make one here");
+    const SlotRing::Entry e = ring_.push();  // throws when full, before any work
+    Slot& slot = slots_[e.slot];
+    slot.plan = &plan;
+    slot.out = out.data();
+    slot.timings = {};
+    slot.error = nullptr;
     try {
-      e = ring_.push();  // throws when full, before any work
-    } catch (...) {
-      done_.pop_back();
-      throw;
+      slot.bases.resize(plan.images.size());
+      fill(slot);
+      if (!worker_) start_worker();
+    } catch (...) {  // memory, or no thread to be had
+      slot.error = std::current_exception();
+      return e.ticket;
     }
-    Done& done = done_.back();
-    try {
-      const Stopwatch clock;
-      decode_plan(plan, bases.data(), out.data(), threads_);
-      done.timings.decode_ms = clock.seconds() * 1e3;
-    } catch (...) {  // a damaged patch, or memory: wait() reports it
-      done.error = std::current_exception();
+    if (!worker_) {  // no thread to be had: decode here, as the caller would have waited anyway
+      run(slot);
+      return e.ticket;
     }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot.done = false;
+      queue_.push_back(e.slot);
+    }
+    work_.notify_one();
     return e.ticket;
   }
+  static void check_files(const BatchPlan& plan, std::span<const ByteSpan> files,
+                          const BatchBuffer& out) {
+    if (files.size() != plan.images.size())
+      throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
+    check_buffers(plan, nullptr, out, MemoryKind::device);
+    for (size_t i = 0; i < files.size(); ++i)
+      if (files[i].size() != plan.images[i].file_bytes)
+        throw Error(Errc::invalid_argument, "l3 pipeline: the plan is for another batch");
+  }
+  // A forked child has none of the parent's threads: not its worker, maybe its mutex held.
+  bool forked() const { return worker_ && owner_ != getpid(); }
+  void start_worker() {
+    try {
+      owner_ = getpid();
+      worker_ = std::make_unique<std::thread>([this] { work(); });
+    } catch (const std::system_error&) {  // a thread limit: the batches decode in submit()
+    }
+  }
+  void run(Slot& slot) {
+    try {
+      const Stopwatch clock;
+      decode_plan(*slot.plan, slot.bases.data(), slot.out, threads_);
+      slot.timings.decode_ms = clock.seconds() * 1e3;
+    } catch (...) {  // a damaged patch, or memory: wait() reports it
+      slot.error = std::current_exception();
+    }
+  }
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every batch done
+      Slot& slot = slots_[queue_.front()];
+      queue_.pop_front();
+      lock.unlock();
+      run(slot);
+      lock.lock();
+      slot.done = true;
+      finished_.notify_all();
+    }
+  }
+
   unsigned threads_;
   SlotRing ring_;
-  std::deque<Done> done_;
+  std::vector<Slot> slots_;
+  std::mutex mutex_;
+  std::condition_variable work_;      // a batch queued, or stop_
+  std::condition_variable finished_;  // a batch done
+  std::deque<unsigned> queue_;        // slots queued for the worker, oldest first
+  bool stop_ = false;
+  pid_t owner_ = 0;  // the process whose worker_ it is
+  std::unique_ptr<std::thread> worker_;
 };
 
 class BatchDecoderCpu final : public BatchDecoder {

@@ -118,6 +118,8 @@ def _load():
         "dlprep_l3_pipeline_destroy": (None, [vp]),
         "dlprep_l3_pipeline_submit": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz, vp, sz,
                                                      sz, ctypes.POINTER(u64)]),
+        "dlprep_l3_pipeline_submit_kept": (ctypes.c_int, [vp, vp, pp, ctypes.POINTER(sz), sz, vp,
+                                                          sz, sz, ctypes.POINTER(u64)]),
         "dlprep_l3_pipeline_wait": (ctypes.c_int, [vp, ctypes.POINTER(u64)]),
     }  # (uintptr_t, a stream, is size_t's width here: Linux)
     for name, (restype, argtypes) in signatures.items():
@@ -354,14 +356,17 @@ def _check_layout(layout):
 
 class _Batch:
     """A batch's files, checked and planned: the plan, the C arrays of the files (whose views
-    keep their memory alive), each image's window and the tensor's bytes."""
+    keep their memory alive), whether they are all immutable (bytes), each image's window and
+    the tensor's bytes."""
 
     def __init__(self, files, options, context=""):
         if isinstance(files, (bytes, bytearray, memoryview)) or (
                 isinstance(files, np.ndarray) and files.dtype != object):
             raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
                             "one file")
+        files = list(files)
         self.views = [_bytes_of(f) for f in files]
+        self.immutable = all(type(f) is bytes for f in files)  # (a subclass could be mutable)
         self.count = len(self.views)
         self.pointers = (ctypes.c_void_p * max(self.count, 1))(
             *[v.ctypes.data for v in self.views])
@@ -413,7 +418,9 @@ def _host_arrays(buffer, batch, layout):
 
 def _host_view(array):
     """A NumPy view of host memory to decode into: the array itself, or a CPU torch tensor's
-    memory (pinned or not, as .numpy() shares it); anything else as it is."""
+    memory (pinned or not, as .numpy() shares it); anything else as it is. The view is
+    writable even where the tensor's memory is not (torch.frombuffer of bytes, a read-only
+    mapping): such tensors are the caller's to keep out, as torch's own in-place ops do."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(array, torch.Tensor) and array.device.type == "cpu":
         try:
@@ -588,8 +595,10 @@ class BatchDecoder:
         """Decodes an iterable of batches (each a sequence of L3 files, as decode() takes) and
         yields their tensors in order, with `depth` batches (1 to 16) in flight: while the
         caller uses one, the files of the next go to the GPU through pinned memory and decode
-        (the copy of one batch overlaps the decode of another). A generator: the files of a
-        batch are read from `batches` when it is submitted, `depth` ahead of the one yielded.
+        (the copy of one batch overlaps the decode of another); with the CPU backend they
+        decode on a worker thread, which the Python thread does not hold up (no GIL held). A
+        generator: the files of a batch are read from `batches` when it is submitted, `depth`
+        ahead of the one yielded.
 
         The tensors lie in the decoder's memory: a DeviceTensor with CUDA, a NumPy array with
         the CPU backend (torch.as_tensor(batch, device="cuda") takes either); with images of
@@ -646,7 +655,9 @@ class BatchDecoder:
                                pipeline)
 
     def _pipelined(self, batches, layout, options_of, depth, ring, with_targets, pipeline):
-        pending = collections.deque()  # (k, targets, result, submitted), oldest first
+        # (k, targets, result, files kept until the wait or None when not submitted), oldest
+        # first
+        pending = collections.deque()
         count = 0
 
         def fill():  # up to `depth` batches in flight
@@ -667,19 +678,20 @@ class BatchDecoder:
                     pending.append((count, targets) + self._submit(
                         pipeline, files, layout, options_of(count), target, count))
                 except Exception as e:  # raised in its turn: the batches before it come first
-                    pending.append((count, e, _FAILED, False))
+                    pending.append((count, e, _FAILED, None))
                 count += 1
 
         try:
             fill()
             while pending:
-                k, targets, result, submitted = pending.popleft()
+                k, targets, result, kept = pending[0]
                 if result is _FAILED:
                     raise targets
-                if submitted:
+                if kept is not None:
                     ticket = ctypes.c_uint64()
                     _check(_lib.dlprep_l3_pipeline_wait(pipeline.pointer, ctypes.byref(ticket)),
                            f"batch {k}: ")
+                pending.popleft()  # its files were read: they may go
                 fill()  # `depth` in flight again while the caller works on batch k
                 yield (result, targets) if with_targets else result
         finally:
@@ -687,14 +699,16 @@ class BatchDecoder:
 
     def _submit(self, pipeline, files, layout, options, target, k):
         """Starts batch `k` in `pipeline`, into `target` (or a new tensor); returns its result
-        and whether it went through the pipeline (an empty batch does not)."""
+        and what must live until its wait: the files' views when they were lent to the library
+        rather than copied, else (); None when it did not go through the pipeline (an empty
+        batch)."""
         with self._lock:  # close() ends the batches, in every mode
             if not self._handle.pointer:
                 raise Error("invalid_argument", f"batch {k}: the decoder is closed")
         batch = _Batch(files, options, f"batch {k}: ")
         try:
             if not batch.windows:
-                return [], False
+                return [], None
             on_device = self.device == "cuda"
             if target is not None:
                 pointer, stream, result = _memory_for_batch(target, batch, layout,
@@ -712,13 +726,18 @@ class BatchDecoder:
                 buffer = np.empty(batch.total, dtype=np.uint8)
                 pointer, stream = buffer.ctypes.data, 0
                 result = _host_arrays(buffer, batch, layout)
+            # Immutable files are lent until the wait (no copy on the CPU backend); others, which
+            # the caller may reuse for the next batch, are copied by the submit.
+            kept = batch.immutable
+            submit = (_lib.dlprep_l3_pipeline_submit_kept if kept
+                      else _lib.dlprep_l3_pipeline_submit)
             ticket = ctypes.c_uint64()
-            _check(_lib.dlprep_l3_pipeline_submit(
-                pipeline.pointer, batch.plan.pointer, batch.pointers, batch.sizes, batch.count,
-                pointer, batch.total, stream, ctypes.byref(ticket)), f"batch {k}: ")
-            return result, True
+            _check(submit(pipeline.pointer, batch.plan.pointer, batch.pointers, batch.sizes,
+                          batch.count, pointer, batch.total, stream, ctypes.byref(ticket)),
+                   f"batch {k}: ")
+            return result, (batch.views if kept else ())
         finally:
-            batch.close()  # the pipeline holds the plan; the files were copied
+            batch.close()  # the pipeline holds the plan
 
     def _options(self, layout, mean, std, crop, crop_mode, seed):
         options = _BatchOptions()

@@ -565,6 +565,40 @@ class Batches(unittest.TestCase):
         a, b = self.decoder.decode_batches([self.files] * 2, crop=(20, 30), crop_mode="random")
         self.assertFalse(np.array_equal(a, b))
 
+    def test_pipelined_batches_may_reuse_their_buffers_and_drop_their_bytes(self):
+        """Files in a mutable buffer are copied when submitted, so an iterable may refill one
+        buffer for every batch; bytes are lent until the wait, and held until then. Images
+        large enough that the decoder is still busy with a batch when the next ones come."""
+        images = [mixed_image(256, 384, 3, s) for s in range(4)]
+        files = [dlprep_l3.encode(im) for im in images]
+        buffer = bytearray(sum(len(f) for f in files))
+
+        def refilled(order):  # one buffer, rewritten for every batch: a reader's pattern
+            for k in order:
+                views, at = [], 0
+                for f in [files[(k + i) % 4] for i in range(4)]:
+                    buffer[at:at + len(f)] = f
+                    views.append(memoryview(buffer)[at:at + len(f)])
+                    at += len(f)
+                yield views
+
+        def dropped(order):  # new bytes per batch, no other reference kept
+            for k in order:
+                # Memory of the sizes of the files just dropped, written over: where a batch's
+                # bytes were freed before its decode, the allocator hands them out here.
+                scribbles = [b"\x55" * len(f) for f in files]
+                del scribbles
+                yield [bytes(files[(k + i) % 4]) for i in range(4)]
+
+        order = [0, 1, 2, 3, 1, 2]
+        for make in (refilled, dropped):
+            for depth in (1, 2, 3):
+                with self.subTest(make=make.__name__, depth=depth):
+                    for k, batch in zip(order, self.decoder.decode_batches(make(order),
+                                                                           depth=depth)):
+                        np.testing.assert_array_equal(
+                            batch, np.stack([images[(k + i) % 4] for i in range(4)]))
+
     def test_pipelined_batches_are_read_depth_ahead_of_the_one_yielded(self):
         pulled = []
 

@@ -4,7 +4,10 @@
 #include "l3/batch_pipeline.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -154,6 +157,90 @@ TEST_CASE("a pipeline returns batches in order, reports a damaged one and goes o
   CHECK_THROWS_AS(pipeline->submit(plans[3], *outs[3], *outs[3]), Error);
   CHECK_THROWS_AS(pipeline->submit(plans[3], *pinned, *pinned), Error);
   CHECK(pipeline->in_flight() == 0);
+}
+
+// The cpu pipeline decodes on a worker thread while the caller goes on, so these hold only if
+// submit() copies the files it is given and the destructor finishes what is in flight.
+TEST_CASE("the cpu pipeline takes its own copy of the files and finishes its batches") {
+  const auto cpu = make_batch_decoder_cpu(2);
+  std::vector<std::vector<Bytes>> batches;
+  std::vector<BatchPlan> plans;
+  std::vector<Bytes> want;
+  for (uint32_t b = 0; b < 6; ++b) {
+    batches.push_back(some_files(100 + 10 * b, 4));
+    plans.push_back(plan_batch(spans(batches.back())));
+    want.push_back(cpu->decode(spans(batches.back())));
+  }
+  std::vector<std::unique_ptr<BatchBuffer>> outs;
+  for (const BatchPlan& plan : plans)
+    outs.push_back(cpu->allocate(MemoryKind::device, plan.output_bytes));
+  auto output = [&](size_t b) {
+    Bytes got(plans[b].output_bytes);
+    cpu->copy_out(got.data(), *outs[b], 0, got.size());
+    return got;
+  };
+  SUBCASE("files overwritten and freed as soon as submit returns") {
+    const auto pipeline = cpu->make_pipeline({.depth = 3});
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (pipeline->in_flight() == 3) CHECK(output(pipeline->wait().ticket) == want[b - 3]);
+      CHECK(pipeline->submit(plans[b], spans(batches[b]), *outs[b]) == b);
+      for (Bytes& file : batches[b]) std::fill(file.begin(), file.end(), uint8_t{0x5A});
+      batches[b].clear();
+      batches[b].shrink_to_fit();
+    }
+    while (pipeline->in_flight() > 0) {
+      const uint64_t ticket = pipeline->wait().ticket;
+      CHECK(output(ticket) == want[ticket]);
+    }
+  }
+  SUBCASE("files kept by the caller are decoded where they are, in order, damage reported") {
+    const auto pipeline = cpu->make_pipeline({.depth = 2});
+    batches[4][2][batches[4][2].size() / 2] ^= 0x10;
+    for (size_t b = 0; b < batches.size(); ++b) {
+      if (pipeline->in_flight() == 2) CHECK(output(pipeline->wait().ticket) == want[b - 2]);
+      CHECK(pipeline->submit_kept(plans[b], spans(batches[b]), *outs[b]) == b);
+    }
+    CHECK_THROWS_AS(pipeline->wait(), Error);  // batch 4
+    CHECK(output(pipeline->wait().ticket) == want[5]);
+    CHECK_THROWS_AS(pipeline->submit_kept(plans[0], spans(batches[1]), *outs[0]), Error);
+  }
+  SUBCASE("destroyed with batches in flight: they are complete") {
+    {
+      const auto pipeline = cpu->make_pipeline({.depth = 4});
+      for (size_t b = 0; b < 4; ++b) (void)pipeline->submit(plans[b], spans(batches[b]), *outs[b]);
+    }
+    for (size_t b = 0; b < 4; ++b) CHECK(output(b) == want[b]);
+  }
+  SUBCASE("a forked child waits for nothing of its parent's") {
+    auto pipeline = cpu->make_pipeline({.depth = 2});
+    (void)pipeline->submit(plans[0], spans(batches[0]), *outs[0]);
+    (void)pipeline->submit(plans[1], spans(batches[1]), *outs[1]);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // The parent's worker is not in this process: a wait must not block for it (unless the
+      // batch was done before the fork), and the pipeline must go without joining it.
+      int code = 0;
+      try {
+        while (pipeline->in_flight() > 0) (void)pipeline->wait();
+      } catch (const Error& e) {
+        code = std::string(e.what()).find("another process") != std::string::npos ? 0 : 3;
+      }
+      try {
+        (void)pipeline->submit(plans[2], spans(batches[2]), *outs[2]);
+        code = 4;
+      } catch (const Error&) {
+      }
+      pipeline.reset();
+      _exit(code);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(output(pipeline->wait().ticket) == want[0]);
+    CHECK(output(pipeline->wait().ticket) == want[1]);
+  }
 }
 
 TEST_CASE("the cpu backend describes itself and measures memcpy as its copy ceiling") {

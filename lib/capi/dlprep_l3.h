@@ -192,8 +192,9 @@ dlprep_status dlprep_l3_pipeline_submit(dlprep_l3_pipeline* pipeline, const dlpr
                                         void* out, size_t out_size, uintptr_t after_stream,
                                         uint64_t* ticket);
 /* The same for files the caller keeps allocated and unchanged until dlprep_l3_pipeline_wait()
- * has returned the batch: the CPU backend decodes them where they are, without the copy (CUDA
- * copies them into pinned staging memory as dlprep_l3_pipeline_submit() does). */
+ * has returned the batch (or dlprep_l3_pipeline_destroy(), which waits for it, has returned):
+ * the CPU backend decodes them where they are, without the copy (CUDA copies them into pinned
+ * staging memory as dlprep_l3_pipeline_submit() does). */
 dlprep_status dlprep_l3_pipeline_submit_kept(dlprep_l3_pipeline* pipeline,
                                              const dlprep_l3_plan* plan, const void* const* files,
                                              const size_t* sizes, size_t count, void* out,

@@ -1,5 +1,7 @@
 // The C interface (dlprep_l3.h) over lib/l3: argument checks, then the C++ call inside one
 // catch that turns every exception into a status and the thread's message.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +25,7 @@ struct dlprep_l3_decoder {
   // Depth 1, for the synchronous device decodes (made at the first): its pinned staging takes
   // the files to the device in one copy.
   std::unique_ptr<dlprep::l3::BatchPipeline> pipeline;
+  pid_t pipeline_owner = 0;  // the process that made it: a forked child makes its own
   std::string device;
 };
 
@@ -200,11 +203,16 @@ void drain(dlprep::l3::BatchPipeline& pipeline) noexcept {
 void decode_on_device(dlprep_l3_decoder& decoder, const dlprep::l3::BatchPlan& plan,
                       const std::vector<ByteSpan>& files, dlprep::l3::BatchBuffer& out,
                       uintptr_t after_stream) {
-  if (!decoder.pipeline) decoder.pipeline = decoder.decoder->make_pipeline({.depth = 1});
+  if (decoder.pipeline && decoder.pipeline_owner != getpid())
+    (void)decoder.pipeline.release();  // the parent's: its threads and streams are not here
+  if (!decoder.pipeline) {
+    decoder.pipeline = decoder.decoder->make_pipeline({.depth = 1});
+    decoder.pipeline_owner = getpid();
+  }
   dlprep::l3::BatchPipeline& pipeline = *decoder.pipeline;
   pipeline.order_after_stream(after_stream);
   try {
-    (void)pipeline.submit(plan, files, out);
+    (void)pipeline.submit_kept(plan, files, out);  // the files outlive the call
   } catch (...) {
     drain(pipeline);  // a batch that could not be queued still holds its ticket
     throw;
@@ -322,7 +330,12 @@ dlprep_status dlprep_l3_decoder_create(const char* device, unsigned cpu_threads,
   });
 }
 
-void dlprep_l3_decoder_destroy(dlprep_l3_decoder* decoder) { delete decoder; }
+void dlprep_l3_decoder_destroy(dlprep_l3_decoder* decoder) {
+  if (decoder == nullptr) return;
+  if (decoder->pipeline && decoder->pipeline_owner != getpid())
+    (void)decoder->pipeline.release();  // the parent's (decode_on_device)
+  delete decoder;
+}
 
 const char* dlprep_l3_decoder_device(const dlprep_l3_decoder* decoder) {
   return decoder == nullptr ? "" : decoder->device.c_str();

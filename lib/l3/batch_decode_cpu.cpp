@@ -170,15 +170,16 @@ class BatchPipelineCpu final : public BatchPipeline {
       : threads_(threads), ring_(options.depth), slots_(options.depth) {}
   ~BatchPipelineCpu() override {
     if (!worker_) return;
-    if (forked()) {
-      (void)worker_.release();  // deliberately leaked: its pthread_t means nothing here
+    if (forked()) {  // deliberately leaked: the parent's thread and what it was waiting on
+      (void)worker_.release();
+      (void)sync_.release();
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<std::mutex> lock(sync_->mutex);
       stop_ = true;
     }
-    work_.notify_all();
+    sync_->work.notify_all();
     worker_->join();  // the worker finishes the batches in flight first
   }
   unsigned depth() const override { return ring_.depth(); }
@@ -220,8 +221,8 @@ class BatchPipelineCpu final : public BatchPipeline {
                     "l3 pipeline: made in another process (before a fork): its batches are "
                     "decoded there");
     } else {
-      std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, [&] { return slot.done; });
+      std::unique_lock<std::mutex> lock(sync_->mutex);
+      sync_->finished.wait(lock, [&] { return slot.done; });
     }
     ring_.pop();
     if (slot.error) std::rethrow_exception(std::exchange(slot.error, nullptr));
@@ -236,7 +237,7 @@ class BatchPipelineCpu final : public BatchPipeline {
     uint8_t* out = nullptr;
     DecodeTimings timings;
     std::exception_ptr error;
-    bool done = true;  // under mutex_ once queued
+    bool done = true;  // under sync_->mutex once queued
   };
 
   // Claims the next slot, lets `fill` point its bases at the files, and queues it for the
@@ -265,12 +266,15 @@ class BatchPipelineCpu final : public BatchPipeline {
       run(slot);
       return e.ticket;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      slot.done = false;
+    try {
+      std::lock_guard<std::mutex> lock(sync_->mutex);
       queue_.push_back(e.slot);
+      slot.done = false;  // only once queued: a batch not queued is done, with its error
+    } catch (...) {
+      slot.error = std::current_exception();
+      return e.ticket;
     }
-    work_.notify_one();
+    sync_->work.notify_one();
     return e.ticket;
   }
   static void check_files(const BatchPlan& plan, std::span<const ByteSpan> files,
@@ -301,9 +305,9 @@ class BatchPipelineCpu final : public BatchPipeline {
     }
   }
   void work() {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(sync_->mutex);
     for (;;) {
-      work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      sync_->work.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and every batch done
       Slot& slot = slots_[queue_.front()];
       queue_.pop_front();
@@ -311,16 +315,21 @@ class BatchPipelineCpu final : public BatchPipeline {
       run(slot);
       lock.lock();
       slot.done = true;
-      finished_.notify_all();
+      sync_->finished.notify_all();
     }
   }
 
   unsigned threads_;
   SlotRing ring_;
   std::vector<Slot> slots_;
-  std::mutex mutex_;
-  std::condition_variable work_;      // a batch queued, or stop_
-  std::condition_variable finished_;  // a batch done
+  struct Sync {
+    std::mutex mutex;
+    std::condition_variable work;      // a batch queued, or stop_
+    std::condition_variable finished;  // a batch done
+  };
+  // On the heap, so that a forked child can leave it: a condition variable the parent's worker
+  // was waiting on cannot be destroyed there (glibc waits for that waiter to leave).
+  std::unique_ptr<Sync> sync_ = std::make_unique<Sync>();
   std::deque<unsigned> queue_;        // slots queued for the worker, oldest first
   bool stop_ = false;
   pid_t owner_ = 0;  // the process whose worker_ it is

@@ -655,9 +655,8 @@ class BatchDecoder:
                                pipeline)
 
     def _pipelined(self, batches, layout, options_of, depth, ring, with_targets, pipeline):
-        # (k, targets, result, files kept until the wait or None when not submitted), oldest
-        # first
-        pending = collections.deque()
+        pending = collections.deque()  # (k, targets, result, submitted), oldest first
+        lent = {}  # k: the files of batch k lent to the library, until its wait
         count = 0
 
         def fill():  # up to `depth` batches in flight
@@ -676,39 +675,39 @@ class BatchDecoder:
                                             "batch is a pair (files, targets)") from None
                     target = None if ring is None else ring[count % len(ring)]
                     pending.append((count, targets) + self._submit(
-                        pipeline, files, layout, options_of(count), target, count))
+                        pipeline, files, layout, options_of(count), target, count, lent))
                 except Exception as e:  # raised in its turn: the batches before it come first
-                    pending.append((count, e, _FAILED, None))
+                    pending.append((count, e, _FAILED, False))
                 count += 1
 
         try:
             fill()
             while pending:
-                k, targets, result, kept = pending[0]
+                k, targets, result, submitted = pending.popleft()
                 if result is _FAILED:
                     raise targets
-                if kept is not None:
+                if submitted:
                     ticket = ctypes.c_uint64()
                     _check(_lib.dlprep_l3_pipeline_wait(pipeline.pointer, ctypes.byref(ticket)),
                            f"batch {k}: ")
-                pending.popleft()  # its files were read: they may go
+                    lent.pop(k, None)  # its files were read: they may go
                 fill()  # `depth` in flight again while the caller works on batch k
                 yield (result, targets) if with_targets else result
         finally:
             pipeline.close()  # waits for the batches in flight
 
-    def _submit(self, pipeline, files, layout, options, target, k):
+    def _submit(self, pipeline, files, layout, options, target, k, lent):
         """Starts batch `k` in `pipeline`, into `target` (or a new tensor); returns its result
-        and what must live until its wait: the files' views when they were lent to the library
-        rather than copied, else (); None when it did not go through the pipeline (an empty
-        batch)."""
+        and whether it went through the pipeline (an empty batch does not). Files lent to the
+        library rather than copied are held in lent[k] from before the call: the caller drops
+        them after the batch's wait, or after the pipeline's close (which waits too)."""
         with self._lock:  # close() ends the batches, in every mode
             if not self._handle.pointer:
                 raise Error("invalid_argument", f"batch {k}: the decoder is closed")
         batch = _Batch(files, options, f"batch {k}: ")
         try:
             if not batch.windows:
-                return [], None
+                return [], False
             on_device = self.device == "cuda"
             if target is not None:
                 pointer, stream, result = _memory_for_batch(target, batch, layout,
@@ -728,14 +727,15 @@ class BatchDecoder:
                 result = _host_arrays(buffer, batch, layout)
             # Immutable files are lent until the wait (no copy on the CPU backend); others, which
             # the caller may reuse for the next batch, are copied by the submit.
-            kept = batch.immutable
-            submit = (_lib.dlprep_l3_pipeline_submit_kept if kept
-                      else _lib.dlprep_l3_pipeline_submit)
+            submit = _lib.dlprep_l3_pipeline_submit
+            if batch.immutable:
+                lent[k] = batch.views
+                submit = _lib.dlprep_l3_pipeline_submit_kept
             ticket = ctypes.c_uint64()
             _check(submit(pipeline.pointer, batch.plan.pointer, batch.pointers, batch.sizes,
                           batch.count, pointer, batch.total, stream, ctypes.byref(ticket)),
                    f"batch {k}: ")
-            return result, (batch.views if kept else ())
+            return result, True
         finally:
             batch.close()  # the pipeline holds the plan
 

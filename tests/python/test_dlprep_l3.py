@@ -588,7 +588,7 @@ class Batches(unittest.TestCase):
                 # bytes were freed before its decode, the allocator hands them out here.
                 scribbles = [b"\x55" * len(f) for f in files]
                 del scribbles
-                yield [bytes(files[(k + i) % 4]) for i in range(4)]
+                yield [bytes(bytearray(files[(k + i) % 4])) for i in range(4)]  # new objects
 
         order = [0, 1, 2, 3, 1, 2]
         for make in (refilled, dropped):

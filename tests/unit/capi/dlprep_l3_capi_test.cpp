@@ -2,6 +2,8 @@
 // the C++ library's bytes, turn every failure into a status and a message, and check the
 // arguments a C caller can get wrong (null pointers, short buffers, strides).
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -230,6 +232,24 @@ TEST_CASE("a batch decodes into the tensor of the C++ batch decoder, windows inc
   REQUIRE(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
                                              lent.data() + 3, out.size(), 1) == DLPREP_OK);
   CHECK(std::memcmp(lent.data() + 3, expected.data(), out.size()) == 0);
+  // A forked child decodes with the decoder its parent used (the decoder's own pipeline, whose
+  // worker thread stayed in the parent, is the child's to replace) and destroys it.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    alarm(20);  // a hang fails the test instead of stalling it
+    std::fill(lent.begin(), lent.end(), 0x5A);
+    const bool decoded =
+        dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,
+                                           lent.data() + 3, out.size(), 0) == DLPREP_OK &&
+        std::memcmp(lent.data() + 3, expected.data(), out.size()) == 0;
+    dlprep_l3_decoder_destroy(decoder);
+    _exit(decoded ? 0 : 3);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
   dlprep_l3_decoder_destroy(decoder);  // a tensor outlives its decoder
   CHECK(std::memcmp(dlprep_l3_tensor_data(tensor), expected.data(), out.size()) == 0);
   dlprep_l3_tensor_destroy(tensor);

@@ -211,6 +211,33 @@ TEST_CASE("the cpu pipeline takes its own copy of the files and finishes its bat
     }
     for (size_t b = 0; b < 4; ++b) CHECK(output(b) == want[b]);
   }
+  SUBCASE("a forked child leaves an idle pipeline of its parent's") {
+    // The worker waits for work when the child is made: the child must not wait for it to
+    // leave that wait (glibc's condition variable would, forever).
+    auto pipeline = cpu->make_pipeline({.depth = 1});
+    (void)pipeline->submit(plans[0], spans(batches[0]), *outs[0]);
+    CHECK(output(pipeline->wait().ticket) == want[0]);
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      alarm(20);  // a hang fails the test instead of stalling it
+      int code = 0;
+      try {
+        (void)pipeline->submit(plans[1], spans(batches[1]), *outs[1]);
+        code = 4;
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("another process") == std::string::npos) code = 5;
+      }
+      pipeline.reset();
+      _exit(code);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(pipeline->submit(plans[1], spans(batches[1]), *outs[1]) == 1);
+    CHECK(output(pipeline->wait().ticket) == want[1]);
+  }
   SUBCASE("a forked child waits for nothing of its parent's") {
     auto pipeline = cpu->make_pipeline({.depth = 2});
     (void)pipeline->submit(plans[0], spans(batches[0]), *outs[0]);

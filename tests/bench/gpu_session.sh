@@ -295,9 +295,14 @@ step_l3-bench() {
   local rc=0 rc_py=0
   l3_bench_set fhd || rc=1
   l3_bench_set native || rc=1
-  # From Python: a call per batch against the overlapped decode_batches, into reused tensors.
-  PYTHONPATH=$B/python PYTHONDONTWRITEBYTECODE=1 "$PYTHON" tests/bench/python_gpu_bench.py \
-    "$SET/fhd" --batch 64 --repeats 5 2>&1 | tee -a "$OUT/summary.txt" || rc_py=$?
+  # From Python: a call per batch against the overlapped decode_batches, into reused tensors;
+  # then with a 3 ms step per batch (about a batch's decode), as a trainer that waits for its step.
+  local step
+  for step in 0 3; do
+    PYTHONPATH=$B/python PYTHONDONTWRITEBYTECODE=1 "$PYTHON" tests/bench/python_gpu_bench.py \
+      "$SET/fhd" --batch 64 --repeats 5 --step-ms "$step" 2>&1 | tee -a "$OUT/summary.txt" ||
+      rc_py=$?
+  done
   note "python_gpu_bench fhd: exit $rc_py"
   ((rc == 0 && rc_py == 0))
 }

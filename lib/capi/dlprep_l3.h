@@ -165,9 +165,12 @@ void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor);
 
 /* Up to `depth` batches in flight on the decoder's device: while one decodes, the files of the
  * next go to the device (with CUDA: each batch in flight has its own stream and pinned staging
- * memory). Batches complete in the order they were submitted. One thread at a time; it may
- * outlive its decoder, and may be used on another thread than the decoder's (with CUDA, one
- * where the decoder's GPU is current). */
+ * memory; on the CPU, a worker thread of the pipeline's decodes them). Batches complete in the
+ * order they were submitted. One thread at a time; it may outlive its decoder, and may be used
+ * on another thread than the decoder's (with CUDA, one where the decoder's GPU is current). It
+ * belongs to the process that made it: in a forked child its submits fail, and so do its waits
+ * for batches the parent had not finished (a CPU decoder's own synchronous decodes work there;
+ * CUDA does not survive a fork). */
 typedef struct dlprep_l3_pipeline dlprep_l3_pipeline;
 
 /* `depth`: 1 to 16 (2 overlaps a copy with a decode; 0 = 2). */

@@ -245,6 +245,7 @@ TEST_CASE("the cpu pipeline takes its own copy of the files and finishes its bat
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
+      alarm(20);  // a hang fails the test instead of stalling it
       // The parent's worker is not in this process: a wait must not block for it (unless the
       // batch was done before the fork), and the pipeline must go without joining it.
       int code = 0;

@@ -34,8 +34,16 @@ std::vector<ByteSpan> spans(const std::vector<Bytes>& files) {
   return {files.begin(), files.end()};
 }
 
-// Waits for a forked child: its exit status, or -1 when a signal ended it (its alarm: a hang).
-int exit_status_of(pid_t child) {
+// Runs `body` in a forked child under a 20 s alarm (a hang fails instead of stalling the suite)
+// and returns the child's exit status: body's result, or -1 when a signal ended it.
+template <typename Body>
+int exit_status_in_child(Body&& body) {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    alarm(20);
+    _exit(body());
+  }
   int status = 0;
   if (waitpid(child, &status, 0) != child) return -2;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -224,21 +232,17 @@ TEST_CASE("the cpu pipeline takes its own copy of the files and finishes its bat
     auto pipeline = cpu->make_pipeline({.depth = 1});
     (void)pipeline->submit(plans[0], spans(batches[0]), *outs[0]);
     CHECK(output(pipeline->wait().ticket) == want[0]);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      alarm(20);  // a hang fails the test instead of stalling it
-      int code = 0;
-      try {
-        (void)pipeline->submit(plans[1], spans(batches[1]), *outs[1]);
-        code = 4;
-      } catch (const Error& e) {
-        if (std::string(e.what()).find("another process") == std::string::npos) code = 5;
-      }
-      pipeline.reset();
-      _exit(code);
-    }
-    CHECK(exit_status_of(child) == 0);
+    CHECK(exit_status_in_child([&] {
+            int code = 0;
+            try {
+              (void)pipeline->submit(plans[1], spans(batches[1]), *outs[1]);
+              code = 4;
+            } catch (const Error& e) {
+              if (std::string(e.what()).find("another process") == std::string::npos) code = 5;
+            }
+            pipeline.reset();
+            return code;
+          }) == 0);
     CHECK(pipeline->submit(plans[1], spans(batches[1]), *outs[1]) == 1);
     CHECK(output(pipeline->wait().ticket) == want[1]);
   }
@@ -246,27 +250,23 @@ TEST_CASE("the cpu pipeline takes its own copy of the files and finishes its bat
     auto pipeline = cpu->make_pipeline({.depth = 2});
     (void)pipeline->submit(plans[0], spans(batches[0]), *outs[0]);
     (void)pipeline->submit(plans[1], spans(batches[1]), *outs[1]);
-    const pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      alarm(20);  // a hang fails the test instead of stalling it
-      // The parent's worker is not in this process: a wait must not block for it (unless the
-      // batch was done before the fork), and the pipeline must go without joining it.
-      int code = 0;
-      try {
-        while (pipeline->in_flight() > 0) (void)pipeline->wait();
-      } catch (const Error& e) {
-        code = std::string(e.what()).find("another process") != std::string::npos ? 0 : 3;
-      }
-      try {
-        (void)pipeline->submit(plans[2], spans(batches[2]), *outs[2]);
-        code = 4;
-      } catch (const Error&) {
-      }
-      pipeline.reset();
-      _exit(code);
-    }
-    CHECK(exit_status_of(child) == 0);
+    // The parent's worker is not in the child: a wait must not block for it (unless the batch
+    // was done before the fork), and the pipeline must go without joining it.
+    CHECK(exit_status_in_child([&] {
+            int code = 0;
+            try {
+              while (pipeline->in_flight() > 0) (void)pipeline->wait();
+            } catch (const Error& e) {
+              code = std::string(e.what()).find("another process") != std::string::npos ? 0 : 3;
+            }
+            try {
+              (void)pipeline->submit(plans[2], spans(batches[2]), *outs[2]);
+              code = 4;
+            } catch (const Error&) {
+            }
+            pipeline.reset();
+            return code;
+          }) == 0);
     CHECK(output(pipeline->wait().ticket) == want[0]);
     CHECK(output(pipeline->wait().ticket) == want[1]);
   }

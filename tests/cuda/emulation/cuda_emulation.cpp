@@ -2,14 +2,13 @@
 // block is a fiber on the calling thread; a scheduler runs each runnable fiber until it waits at
 // a barrier or returns, then releases the barriers that all their members reached.
 //
-// A fiber gets a stack (a runner: a ucontext) only when it starts, and a runner whose thread
+// A fiber gets a stack (a runner: a fiber context) only when it starts, and a runner whose thread
 // returns goes straight on with the next thread that has not started, without a switch: a kernel
 // without barriers costs a function call per thread, one with them a stack per thread that waits.
 #include "cuda_emulation.hpp"
 
 #include <pthread.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <cstdio>
 #include <exception>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "asan.hpp"
+#include "fiber_context.hpp"
 
 namespace emu {
 namespace {
@@ -35,7 +35,7 @@ struct Fiber;
 
 // A stack and a context that run threads one after another (runner_main).
 struct Runner {
-  ucontext_t context;
+  FiberContext context;
   void* stack = nullptr;
   void* fake_stack = nullptr;  // ASan's, while it is switched out
   Fiber* fiber = nullptr;      // the thread it runs; null: idle (or, when resumed, told to end)
@@ -88,7 +88,7 @@ struct Launch {
   bool reverse = false;           // the order of the threads: descending
   bool greedy = false;  // each pick starts from the first thread: a warp runs on while it can
   const std::function<void()>* kernel = nullptr;
-  ucontext_t scheduler;
+  FiberContext scheduler;
   void* scheduler_fake = nullptr;  // ASan's fake stack of the scheduler while a fiber runs
   const void* scheduler_stack = nullptr;
   size_t scheduler_stack_size = 0;
@@ -112,8 +112,8 @@ void runner_main();
 // Switches from `from` (a runner, or the scheduler when null) to `to` (likewise); `leaving`: for
 // good (ASan then drops the runner's fake stack).
 void switch_to(Launch& l, Runner* from, Runner* to, bool leaving = false) {
-  ucontext_t* const from_context = from ? &from->context : &l.scheduler;
-  ucontext_t* const to_context = to ? &to->context : &l.scheduler;
+  FiberContext& from_context = from ? from->context : l.scheduler;
+  FiberContext& to_context = to ? to->context : l.scheduler;
 #if defined(DLPREP_EMU_ASAN)
   __sanitizer_start_switch_fiber(leaving ? nullptr : (from ? &from->fake_stack : &l.scheduler_fake),
                                  to ? to->stack : l.scheduler_stack,
@@ -121,7 +121,7 @@ void switch_to(Launch& l, Runner* from, Runner* to, bool leaving = false) {
 #else
   (void)leaving;
 #endif
-  swapcontext(from_context, to_context);
+  switch_fiber_context(from_context, to_context);
 #if defined(DLPREP_EMU_ASAN)
   __sanitizer_finish_switch_fiber(from ? from->fake_stack : l.scheduler_fake, nullptr, nullptr);
 #endif
@@ -137,11 +137,7 @@ Runner* take_runner(Launch& l) {
   auto r = std::make_unique<Runner>();
   r->stack = stack_pool.get(l.runners.size());
   DLPREP_EMU_UNPOISON(r->stack, kStackBytes);  // frames an earlier launch left behind
-  getcontext(&r->context);
-  r->context.uc_stack.ss_sp = r->stack;
-  r->context.uc_stack.ss_size = kStackBytes;
-  r->context.uc_link = nullptr;
-  makecontext(&r->context, runner_main, 0);
+  make_fiber_context(r->context, r->stack, kStackBytes, runner_main);
   l.runners.push_back(std::move(r));
   return l.runners.back().get();
 }

@@ -640,7 +640,8 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", reason.c_str());
     return 77;
   }
-  scratch_root = fs::path(DLPREP_CRITEO_CUDA_SCRATCH) / device_name;
+  scratch_root = fs::path(DLPREP_CRITEO_CUDA_SCRATCH) /
+                 (fs::path(argv[0]).filename().string() + "-" + device_name);
   fs::remove_all(scratch_root);
   fs::create_directories(scratch_root);
   try {

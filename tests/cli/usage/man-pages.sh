@@ -25,6 +25,8 @@ all_commands() {
     all_commands "$@" "$sub"
   done
 }
+# Every long option of every command, gathered once.
+all_options=$(all_commands | while read -r cmd; do options_of $cmd; done | sort -u)
 check_page() {
   local page=$1
   shift
@@ -36,9 +38,8 @@ check_page() {
     grep -qx -- "$opt" <<<"$documented" || fail "$page does not document $opt"
   done
   # Every option the page names exists somewhere in dlprep.
-  local all=$(all_commands | while read -r cmd; do options_of $cmd; done | sort -u)
   for opt in $documented; do
-    grep -qx -- "$opt" <<<"$all" || fail "$page names $opt, which no command has"
+    grep -qx -- "$opt" <<<"$all_options" || fail "$page names $opt, which no command has"
   done
 }
 check_page dlprep.1 ""

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/limits.hpp"
@@ -18,6 +19,11 @@ namespace dlprep {
 
 using Bytes = std::vector<uint8_t>;
 using ByteSpan = std::span<const uint8_t>;
+
+/// The bytes of a text (to write it).
+inline ByteSpan bytes_of(std::string_view text) {
+  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
 
 /// Called with the first bytes of a stream (kHeadCheckBytes, or all of a shorter one) before the
 /// rest is read; it throws to refuse the stream, so that a pipe of something else (/dev/zero, a

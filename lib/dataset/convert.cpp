@@ -652,7 +652,7 @@ ConvertResult Engine::run() {
           if (works[from + k].status == Work::pending) attempt(from + k, convert);
         },
         [&](size_t k) { account(works[from + k]); });
-    index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+    index.write(bytes_of(lines));
   });
   result.not_images = not_images_;
   if (not_images_ > 0 && o_.warning)

@@ -392,12 +392,12 @@ MergeResult merge_datasets(const MergeOptions& o) {
     lines += '\n';
     merged.count(r);
     if (lines.size() > (1u << 20)) {
-      index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+      index.write(bytes_of(lines));
       lines.clear();
     }
     if (o.progress) o.progress({"dataset merge", ++done, total, r.key});
   });
-  index.write(ByteSpan(reinterpret_cast<const uint8_t*>(lines.data()), lines.size()));
+  index.write(bytes_of(lines));
   const std::vector<fs::path> orphans = orphan_files(o.output, listed);  // from the old index
   // Tar parts: also the shards of an earlier merge that stopped before its index named them.
   std::vector<fs::path> stale = orphans;

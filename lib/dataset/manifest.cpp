@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/utf8.hpp"
 
 namespace dlprep::dataset {
@@ -288,7 +289,7 @@ Manifest read_manifest(const fs::path& dir) {
 void write_manifest(const fs::path& dir, const Manifest& m) {
   std::string text = manifest_to_json(m);
   AtomicFile file(dir / kManifestName);
-  file.write(ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  file.write(bytes_of(text));
   file.close();
   // An incomplete manifest is dated 1970-01-01 (before the rename: never seen new), so that a
   // Makefile rule whose target is dataset.json finds it older than its sources and runs again.

@@ -7,6 +7,7 @@
 
 #include "core/byte_size.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/limits.hpp"
 #include "dataset/crc32.hpp"
 #include "dataset/tar_format.hpp"
@@ -264,7 +265,7 @@ void TarShards::add(SampleRecord& record, std::string_view name, ByteSpan bytes)
   record.offset = writer_->add(name, bytes);
   if (!cls.empty()) {
     std::string index = cls_text(record.label);
-    writer_->add(cls, ByteSpan(reinterpret_cast<const uint8_t*>(index.data()), index.size()));
+    writer_->add(cls, bytes_of(index));
   }
   ++writer_samples_;
 }

@@ -51,7 +51,7 @@ inline uint64_t json_count(const nlohmann::json& value) {
 inline void write_json_file(const std::filesystem::path& p, const nlohmann::json& j) {
   // replace: a string that is not UTF-8 must not abort the run after its work is done.
   const std::string s = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  write_file_atomic(p, ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+  write_file_atomic(p, bytes_of(s));
 }
 
 }  // namespace dlprep::tabular

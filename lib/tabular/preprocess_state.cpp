@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "core/utf8.hpp"
 #include "tabular/json_file.hpp"
 #include "tabular/preprocess_run.hpp"
@@ -444,7 +445,7 @@ size_t Run::open_emit(size_t done) {
   if (!emit_) {
     emit_.emplace(file);
     const std::string h = binary_header();
-    emit_->write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+    emit_->write(bytes_of(h));
     emit_bytes_ = h.size();
   }
   emit_in_place_ = emit_->temp_path().empty();

@@ -21,7 +21,7 @@ template <typename T>
 void write_npy_1d(const fs::path& p, const char* descr, const std::vector<T>& v) {
   AtomicFile f(p);
   std::string h = npy_header(descr, v.size(), 0);
-  f.write(ByteSpan(reinterpret_cast<const uint8_t*>(h.data()), h.size()));
+  f.write(bytes_of(h));
   f.write(ByteSpan(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)));
   f.commit();
 }

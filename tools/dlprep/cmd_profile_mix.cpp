@@ -142,10 +142,6 @@ void check_writable(const std::string& flag, const std::string& path) {
   }
 }
 
-ByteSpan bytes_of(const std::string& text) {
-  return ByteSpan(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-}
-
 int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
   profile::ProfileOptions p;
   p.dataset = o.dataset;

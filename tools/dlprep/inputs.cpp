@@ -14,6 +14,7 @@
 
 #include "core/directory_walk.hpp"
 #include "core/error.hpp"
+#include "core/file_io.hpp"
 #include "output.hpp"
 
 namespace dlprep::cli {
@@ -30,10 +31,6 @@ std::optional<std::string> head_of(const fs::path& path) {
   if (!in) return std::nullopt;
   in.read(head.data(), head.size());
   return std::string(head.data(), static_cast<size_t>(in.gcount()));
-}
-
-ByteSpan bytes_of(const std::string& s) {
-  return ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
 // Whether the name ends in "." + ext, in any case; false for an empty ext.

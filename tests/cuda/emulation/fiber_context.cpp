@@ -3,14 +3,15 @@
 
 #include <cstdint>
 
-#if defined(__x86_64__)
+#if defined(DLPREP_EMU_FIBER_SWITCH_X86_64)
 
 // emu_switch_stack(from, to): pushes the registers the System V ABI has a callee keep (rbp, rbx,
 // r12-r15, and the MXCSR and x87 control words), stores the stack pointer in *from, takes `to`
 // as the stack pointer and pops the same from it. `ret` then returns into the code that switched
-// away from `to`, or, the first time, into the entry make_fiber_context left there.
+// away from `to`, or, the first time, into the entry make_fiber_context left there. (A switch by
+// `ret` is not one a shadow stack allows: tests/cuda/CMakeLists.txt does not mark this file fit.)
 asm(R"(
-  .text
+  .pushsection .text
   .p2align 4
   .globl emu_switch_stack
   .hidden emu_switch_stack
@@ -38,6 +39,7 @@ emu_switch_stack:
   popq %rbp
   ret
   .size emu_switch_stack, .-emu_switch_stack
+  .popsection
 )");
 
 extern "C" void emu_switch_stack(void** from, void* to);

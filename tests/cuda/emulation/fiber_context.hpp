@@ -7,14 +7,16 @@
 
 #include <cstddef>
 
-#if !defined(__x86_64__)
+#if defined(__x86_64__) && defined(__LP64__)  // (not x32)
+#define DLPREP_EMU_FIBER_SWITCH_X86_64 1
+#else
 #include <ucontext.h>
 #endif
 
 namespace emu {
 
 struct FiberContext {
-#if defined(__x86_64__)
+#if defined(DLPREP_EMU_FIBER_SWITCH_X86_64)
   void* stack_pointer = nullptr;
 #else
   ucontext_t context;

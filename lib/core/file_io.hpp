@@ -24,6 +24,7 @@ using ByteSpan = std::span<const uint8_t>;
 inline ByteSpan bytes_of(std::string_view text) {
   return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
+ByteSpan bytes_of(std::string&&) = delete;  // a temporary's bytes would not outlive the call
 
 /// Called with the first bytes of a stream (kHeadCheckBytes, or all of a shorter one) before the
 /// rest is read; it throws to refuse the stream, so that a pipe of something else (/dev/zero, a

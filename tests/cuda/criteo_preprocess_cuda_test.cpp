@@ -640,8 +640,9 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", reason.c_str());
     return 77;
   }
-  scratch_root = fs::path(DLPREP_CRITEO_CUDA_SCRATCH) /
-                 (fs::path(argv[0]).filename().string() + "-" + device_name);
+  // A folder per program (real and emulated GPU) and device, as ctest may run them at once.
+  const std::string program = fs::path(argc > 0 ? argv[0] : "test").filename().string();
+  scratch_root = fs::path(DLPREP_CRITEO_CUDA_SCRATCH) / (program + "-" + device_name);
   fs::remove_all(scratch_root);
   fs::create_directories(scratch_root);
   try {

@@ -26,7 +26,8 @@ all_commands() {
   done
 }
 # Every long option of every command, gathered once.
-all_options=$(all_commands | while read -r cmd; do options_of $cmd; done | sort -u)
+all_options=$(all_commands | while read -r cmd; do options_of $cmd; done | sort -u) ||
+  fail "cannot list the options of every command"
 check_page() {
   local page=$1
   shift

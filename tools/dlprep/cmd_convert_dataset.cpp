@@ -22,7 +22,7 @@
 namespace dlprep::cli {
 namespace {
 
-constexpr const char* kCommand = "convert-dataset";
+constexpr const char* kConvertCommand = "convert-dataset";
 
 struct ConvertDatasetOptions {
   std::string source, destination, to, mix, shard, shards, on_error = "fail";
@@ -169,9 +169,9 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   }
   c.force = o.force;
   c.recheck = o.recheck;
-  c.threads = jobs_within_fd_limit(globals, kCommand, dataset::kConvertFilesPerThread);
+  c.threads = jobs_within_fd_limit(globals, kConvertCommand, dataset::kConvertFilesPerThread);
   c.tool = version_string();
-  Progress progress(globals, kCommand, 0, "files");
+  Progress progress(globals, kConvertCommand, 0, "files");
   if (progress.enabled())
     c.progress = [&progress](const ProgressEvent& e) {
       if (e.what == "scanning" || e.what == "listing" || e.what == "checking")
@@ -181,7 +181,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
       else
         progress.set(e.done, e.total);
     };
-  c.warning = [&globals](const std::string& message) { print_warning(globals, kCommand, message); };
+  c.warning = [&globals](const std::string& message) { print_warning(globals, kConvertCommand, message); };
   auto start = std::chrono::steady_clock::now();
   dataset::ConvertResult r = dataset::convert_dataset(c);
   progress.finish();
@@ -189,7 +189,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
   if (globals.json) {
     print_json(report(r, seconds, c.threads));
   } else {
-    std::string line = std::string(kCommand) + ": " + std::to_string(r.manifest.samples) +
+    std::string line = std::string(kConvertCommand) + ": " + std::to_string(r.manifest.samples) +
                        " samples in " + o.destination + ": " + std::to_string(r.converted) +
                        " converted";
     if (r.converted > 0)
@@ -202,7 +202,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
     line += "; " + format_fixed(seconds, 2) + " s";
     print_note(globals, line);
     if (globals.verbose > 0 && r.converted > 0) {
-      std::string per = std::string(kCommand) + ": per converted sample (one thread's ms):";
+      std::string per = std::string(kConvertCommand) + ": per converted sample (one thread's ms):";
       for (const auto& [name, value] : stages(r.stage_seconds))
         per += std::string(" ") + name + " " + format_fixed(value * 1e3 / double(r.converted), 2);
       print_note(globals, per);
@@ -216,7 +216,7 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
 Action add_convert_dataset_command(CLI::App& app) {
   auto o = std::make_shared<ConvertDatasetOptions>();
   CLI::App* cmd = app.add_subcommand(
-      kCommand, "convert images into a dlprep dataset in one format or a mix of formats");
+      kConvertCommand, "convert images into a dlprep dataset in one format or a mix of formats");
   cmd->add_option("SRC", o->source, "image folder tree, list file, or dlprep dataset")
       ->required()
       ->type_name("DIR|LIST");

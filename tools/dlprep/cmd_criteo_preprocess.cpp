@@ -25,7 +25,7 @@
 namespace dlprep::cli {
 namespace {
 
-constexpr const char* kCommand = "criteo-preprocess";
+constexpr const char* kCriteoCommand = "criteo-preprocess";
 using namespace dlprep::tabular;
 
 struct CriteoCliOptions {
@@ -92,7 +92,7 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
       gz += ".gz";
       if (std::filesystem::exists(base) && std::filesystem::exists(gz) && !both_warned) {
         both_warned = true;  // once: a decompressed release has them all
-        print_warning(globals, kCommand,
+        print_warning(globals, kCriteoCommand,
                       "--days: " + base.string() + " and " + gz.filename().string() +
                           " both exist: the uncompressed file is read (for every such day)");
       }
@@ -174,10 +174,10 @@ PreprocessOptions to_options(const CriteoCliOptions& c, const Globals& globals) 
 
 int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
   PreprocessOptions o = to_options(c, globals);
-  Progress progress(globals, kCommand, 0, "bytes");
+  Progress progress(globals, kCriteoCommand, 0, "bytes");
   // Each pass reads the input: the total is its size times the passes.
   o.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
-  o.warning = [&globals](const std::string& w) { print_warning(globals, kCommand, w); };
+  o.warning = [&globals](const std::string& w) { print_warning(globals, kCriteoCommand, w); };
   // --emit-binary /dev/stdout: the rows are the standard output, and the summary would land in
   // them (over the header, where stdout is a file opened without O_APPEND): it goes to stderr.
   // Standard error cannot be FILE: warnings and progress, written there mid-run, would land in
@@ -211,7 +211,7 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
     if (stderr_closed) ::close(to);
   }
   if (stats.bad_rows > 0)
-    print_warning(globals, kCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");
+    print_warning(globals, kCriteoCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");
   nlohmann::json j = nlohmann::json::parse(stats.to_json());
   if (globals.json) {
     print_json(j);
@@ -223,7 +223,7 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
                    std::to_string(d.input_bytes), d.skipped ? "up to date" : "written"});
   table.print();
   if (!stats.removed_outputs.empty())
-    print_note(globals, std::string(kCommand) + ": removed " +
+    print_note(globals, std::string(kCriteoCommand) + ": removed " +
                             std::to_string(stats.removed_outputs.size()) +
                             " files of an earlier run's days that this run does not have (" +
                             stats.removed_outputs.front() +
@@ -263,7 +263,7 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
 Action add_criteo_preprocess_command(CLI::App& app) {
   auto c = std::make_shared<CriteoCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      kCommand, "preprocess Criteo click logs for DLRM/TorchRec (bounded memory, resumable)");
+      kCriteoCommand, "preprocess Criteo click logs for DLRM/TorchRec (bounded memory, resumable)");
   cmd->add_option("INPUT", c->inputs,
                   "day files in day order: TSV, gzip TSV or dlprep binary rows (with --days: "
                   "the directory holding day_0, day_1, ...)")

@@ -14,7 +14,7 @@
 namespace dlprep::cli {
 namespace {
 
-constexpr const char* kCommand = "info";
+constexpr const char* kInfoCommand = "info";
 
 struct InfoOptions {
   std::vector<std::string> inputs;
@@ -72,12 +72,12 @@ int run_info(const InfoOptions& options, const Globals& globals) {
   // Named files are all reported (errors included); directories list the images inside them,
   // those in formats dlprep does not read too (an error naming the format, as encode gives).
   std::vector<std::string> empty_dirs;
-  const ScanProgress scanning{globals, kCommand};
+  const ScanProgress scanning{globals, kInfoCommand};
   const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, "l3",
       &scanning);  // a damaged *.l3 is reported by name, as l3 decode and verify report it
   for (const auto& dir : empty_dirs)
-    print_warning(globals, kCommand, dir + ": no image files found");
+    print_warning(globals, kInfoCommand, dir + ": no image files found");
   // Each file's result is printed as it is known and not kept: the listing of a million files
   // would otherwise take gigabytes.
   int code = kExitOk;
@@ -88,7 +88,7 @@ int run_info(const InfoOptions& options, const Globals& globals) {
   Table table({"file", "format", "width", "height", "channels", "bytes", "details"},
               kTableLookahead);
   bool any_row = false;
-  Progress progress(globals, kCommand, inputs.size());
+  Progress progress(globals, kInfoCommand, inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputFile input = inputs[i];
     try {
@@ -104,7 +104,7 @@ int run_info(const InfoOptions& options, const Globals& globals) {
       }
     } catch (const Error& e) {
       Error err = with_path(input.path, e);
-      print_error(kCommand, err.what());
+      print_error(kInfoCommand, err.what());
       if (json) json->add({{"path", display_path(input.path)}, {"error", err.what()}});
       code = worse_exit(code, item_exit_code(e.code()));
     }
@@ -122,7 +122,7 @@ int run_info(const InfoOptions& options, const Globals& globals) {
 
 Action add_info_command(CLI::App& app) {
   auto options = std::make_shared<InfoOptions>();
-  CLI::App* cmd = app.add_subcommand(kCommand, "show format, size and channels of image files");
+  CLI::App* cmd = app.add_subcommand(kInfoCommand, "show format, size and channels of image files");
   cmd->add_option("FILE", options->inputs, "image files, directories, - for stdin")
       ->required()
       ->type_name("FILE|DIR|-");

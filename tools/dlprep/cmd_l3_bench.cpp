@@ -25,7 +25,7 @@
 namespace dlprep::cli {
 namespace {
 
-constexpr const char* kCommand = "l3 bench";
+constexpr const char* kBenchCommand = "l3 bench";
 
 struct BenchOptions {
   std::vector<std::string> inputs;
@@ -165,7 +165,7 @@ void keep_storable_images(std::vector<Image>& images, image::CodecBenchParams& p
     std::erase_if(codecs, [&](const std::string& spec) {
       for (const Image& img : images)
         if (!stores(spec, img)) {
-          print_warning(globals, kCommand,
+          print_warning(globals, kBenchCommand,
                         spec + " cannot store " + std::to_string(img.channels()) +
                             "-channel images: left out");
           return true;
@@ -202,7 +202,7 @@ void keep_storable_images(std::vector<Image>& images, image::CodecBenchParams& p
     if (kept.empty())
       throw Error(Errc::unsupported, "no image of the set can be stored by every codec (" + by +
                                          ": " + counts + "); choose codecs with --codecs");
-    print_warning(globals, kCommand,
+    print_warning(globals, kBenchCommand,
                   "left out " + std::to_string(total) + " of " + std::to_string(images.size()) +
                       " images that " + by + " cannot store (" + counts +
                       "), so that every codec is measured on the same images");
@@ -265,7 +265,7 @@ int run_bench(const BenchOptions& options, const Globals& globals) {
   }
   if (images.empty()) throw Error(Errc::io, "no images to benchmark");  // exit 1
   keep_storable_images(images, params, options.codecs.empty(), globals);
-  Progress progress(globals, kCommand, 0, "rows");
+  Progress progress(globals, kBenchCommand, 0, "rows");
   params.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total); };
   image::CodecBenchReport report = image::run_codec_bench(images, params);
   progress.finish();
@@ -285,7 +285,7 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
   auto inputs = collect_inputs(
       args, [](const image::Codec&) { return true; }, &empty_dirs, /*keep_unreadable_images=*/true);
   for (const auto& dir : empty_dirs)
-    print_warning(globals, kCommand, dir + ": no image files found");
+    print_warning(globals, kBenchCommand, dir + ": no image files found");
   prepare(inputs.size());
   std::vector<int> codes(inputs.size(), kExitOk);
   Progress progress(globals, "l3 bench: reading", inputs.size());
@@ -294,10 +294,10 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
       MappedFile file(inputs[i].path, image::check_image_head);
       load(i, file.bytes());
     } catch (const Error& e) {
-      print_error(kCommand, with_path(inputs[i].path, e).what());
+      print_error(kBenchCommand, with_path(inputs[i].path, e).what());
       codes[i] = item_exit_code(e.code());
     } catch (const std::bad_alloc&) {
-      print_error(kCommand, display_path(inputs[i].path) + ": " + out_of_memory_message());
+      print_error(kBenchCommand, display_path(inputs[i].path) + ": " + out_of_memory_message());
       codes[i] = kExitFailure;
     }
     progress.step();

@@ -155,10 +155,6 @@ void write_output(const fs::path& path, ByteSpan bytes) {
   write_file_atomic(path, bytes);
 }
 
-// Outcomes held at once, between a file's end and its turn in input order: a slow file holds up
-// the report of at most this many after it (about 200 bytes each) before the workers wait for it.
-constexpr size_t kOrderWindow = 4096;
-
 class Converter {
  public:
   Converter(Direction direction, const ConvertOptions& options, const Globals& globals)
@@ -268,7 +264,7 @@ int Converter::run() {
         Json{{"schema", encoding ? "dlprep.l3-encode/1" : "dlprep.l3-decode/1"}}, "files");
   claim_in_order();
   remove_dead_temp_files();
-  const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
+  const size_t slots = std::clamp<size_t>(n, 1, kReportOrderWindow);
   std::vector<Outcome> window(slots);  // outcome i at i % slots
   Progress progress(globals_, command_, n);
   auto start = std::chrono::steady_clock::now();

@@ -37,9 +37,7 @@ std::optional<uint64_t> require_l3_head(ByteSpan head) {
 
 namespace {
 
-constexpr const char* kCommand = "l3 verify";
-// Results held at once, between a file's end and its turn in input order (see l3 encode's).
-constexpr size_t kOrderWindow = 4096;
+constexpr const char* kVerifyCommand = "l3 verify";
 
 struct VerifyOptions {
   std::vector<std::string> inputs;
@@ -140,7 +138,7 @@ class Pairing {
   Pairing(const InputList& inputs, const std::string& against, const Globals& globals)
       : against_(against) {
     // The originals are what encode takes from the tree: every image but the L3 files.
-    const ScanProgress scanning{globals, kCommand};
+    const ScanProgress scanning{globals, kVerifyCommand};
     originals_ = collect_inputs(
         {against}, [](const image::Codec& c) { return c.name() != "l3"; }, nullptr, false, {},
         &scanning);
@@ -226,11 +224,11 @@ bool against_is_directory(const std::string& against) {
 int run_verify(const VerifyOptions& options, const Globals& globals) {
   const bool trees = against_is_directory(options.against);
   std::vector<std::string> empty_dirs;
-  const ScanProgress scanning{globals, kCommand};
+  const ScanProgress scanning{globals, kVerifyCommand};
   const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
       "l3", &scanning);  // a damaged *.l3 fails by name
-  for (const auto& dir : empty_dirs) print_warning(globals, kCommand, dir + ": no l3 files found");
+  for (const auto& dir : empty_dirs) print_warning(globals, kVerifyCommand, dir + ": no l3 files found");
   const bool one_directory =
       options.inputs.size() == 1 && std::filesystem::is_directory(options.inputs[0]);
   if (trees && !one_directory)
@@ -257,15 +255,15 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   // Each result is reported in input order as soon as it and those before it are known, then
   // dropped: memory does not grow with the file count.
   const size_t n = inputs.size();
-  const ThreadSplit threads = split_threads(globals, kCommand, n);
+  const ThreadSplit threads = split_threads(globals, kVerifyCommand, n);
   std::unique_ptr<JsonStream> json;
   if (globals.json)
     json = std::make_unique<JsonStream>(Json{{"schema", "dlprep.l3-verify/1"}}, "files");
-  const size_t slots = std::clamp<size_t>(n, 1, kOrderWindow);
+  const size_t slots = std::clamp<size_t>(n, 1, kReportOrderWindow);
   std::vector<Result> window(slots);  // result i at i % slots
   int code = kExitOk;
   size_t ok = 0, differ = 0;  // the rest failed
-  Progress progress(globals, kCommand, n);
+  Progress progress(globals, kVerifyCommand, n);
   parallel_for_ordered(
       n, threads.files, slots,
       [&](size_t i) {
@@ -285,7 +283,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
             result = {kExitFailure, display_path(original_path) + ": " + e.what(), {}};
           }
         }
-        if (result.code != kExitOk) print_error(kCommand, result.message);
+        if (result.code != kExitOk) print_error(kVerifyCommand, result.message);
         progress.step();
       },
       [&](size_t i) {
@@ -311,11 +309,11 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
       });
   progress.finish();
   for (const auto& path : pairing.missing())
-    print_error(kCommand, path + ": no l3 file for it in " + options.inputs[0]);
+    print_error(kVerifyCommand, path + ": no l3 file for it in " + options.inputs[0]);
   if (!pairing.missing().empty()) code = worse_exit(code, kExitFailure);
   // Over many files, the few errors printed among the ok lines need a count to be seen.
   if (!json && (n > 1 || trees)) {
-    std::string line = std::string(kCommand) + ": " + std::to_string(n) +
+    std::string line = std::string(kVerifyCommand) + ": " + std::to_string(n) +
                        " files: " + std::to_string(ok) + " ok, " + std::to_string(differ) +
                        " differ, " + std::to_string(n - ok - differ) + " failed";
     if (trees)

@@ -65,7 +65,7 @@ std::string apply_source(const std::string& profiled) {
   return "SRC";
 }
 
-constexpr const char* kCommand = "profile-mix";
+constexpr const char* kProfileMixCommand = "profile-mix";
 
 struct ProfileMixOptions {
   std::string dataset, formats, storage_bw = "measured", search = "lp", output, plot, work_dir;
@@ -186,7 +186,7 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
     throw Error(Errc::invalid_argument, "-o and --plot name the same file: " + o.plot);
   if (report_to_file) check_writable("-o", o.output);
   if (plot_to_file) check_writable("--plot", o.plot);
-  Progress progress(globals, kCommand, 0, "steps");
+  Progress progress(globals, kProfileMixCommand, 0, "steps");
   if (progress.enabled())
     p.progress = [&progress](const ProgressEvent& e) { progress.set(e.done, e.total, e.what); };
   profile::ProfileReport r = profile::profile_mix(p);
@@ -231,7 +231,7 @@ int run_profile_mix(const ProfileMixOptions& o, const Globals& globals) {
 Action add_profile_mix_command(CLI::App& app) {
   auto o = std::make_shared<ProfileMixOptions>();
   CLI::App* cmd = app.add_subcommand(
-      kCommand, "find the mix of formats that balances storage against decode (Liquid)");
+      kProfileMixCommand, "find the mix of formats that balances storage against decode (Liquid)");
   cmd->add_option("DATASET", o->dataset, "dlprep dataset, image folder tree, or list file")
       ->required()
       ->type_name("DIR|LIST");

@@ -28,6 +28,11 @@ inline constexpr int kExitMismatch = 3;
 inline constexpr int kExitDeviceUnavailable = 77;
 inline constexpr int kExitInterrupted = 130;
 
+/// Per-file results held at once by a command that reports them in input order (l3 encode,
+/// decode and verify): a slow file holds up the report of at most this many after it (a few
+/// hundred bytes each) before the workers wait for it.
+inline constexpr size_t kReportOrderWindow = 4096;
+
 /// The exit code for an error class: the only mapping from Errc to exit codes.
 int exit_code_for(Errc code) noexcept;
 

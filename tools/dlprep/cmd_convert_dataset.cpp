@@ -181,7 +181,9 @@ int run_convert(const ConvertDatasetOptions& o, const Globals& globals) {
       else
         progress.set(e.done, e.total);
     };
-  c.warning = [&globals](const std::string& message) { print_warning(globals, kConvertCommand, message); };
+  c.warning = [&globals](const std::string& message) {
+    print_warning(globals, kConvertCommand, message);
+  };
   auto start = std::chrono::steady_clock::now();
   dataset::ConvertResult r = dataset::convert_dataset(c);
   progress.finish();

@@ -211,7 +211,8 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
     if (stderr_closed) ::close(to);
   }
   if (stats.bad_rows > 0)
-    print_warning(globals, kCriteoCommand, std::to_string(stats.bad_rows) + " malformed rows skipped");
+    print_warning(globals, kCriteoCommand,
+                  std::to_string(stats.bad_rows) + " malformed rows skipped");
   nlohmann::json j = nlohmann::json::parse(stats.to_json());
   if (globals.json) {
     print_json(j);

@@ -4,8 +4,8 @@
 //
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
-// per listed patch (all its channels), or one warp in a tuning build (kWarpPatches: then the
-// block-wide steps below are warp-wide, and the row above is in registers), and one thread per
+// per listed patch (all its channels), or one warp where every patch fits one (kWarpPatches: then
+// the block-wide steps below are warp-wide, and the row above is in registers), and one thread per
 // kPixelsPerThread pixel columns of the patch (blockDim = block_threads() of the widest patch of
 // the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
@@ -36,15 +36,15 @@
 // Two pixels per thread (kPixelsPerThread, decode_kernel.hpp) share the work per group and row
 // and take their plane bits together: 203-210 GB/s in the same run; four pixels lost (127 GB/s),
 // and loading the planes once per half warp and shuffling them moved the figure by +2-4% only
-// (removed). Tuning builds, not yet timed: the checksum a word at a time
-// (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), a kernel
-// compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element, the
-// window test and element index split into a part per thread and a part per row), a warp per patch
-// where every patch fits one (DLPREP_L3_CUDA_WARP_PATCHES, decode_kernel.hpp: several patches per
-// block, no barrier, the row above in registers), and the rows' predictor codes unpacked into
-// shared memory in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp
-// for 8..32-pixel patches, where most of a warp idles; packing a pixel's channels into one store
-// for nhwc-u8.
+// (removed). On an H200 (2026-11-29) four more paths together took FHD from 200-207 to 249-259
+// GB/s and are the default (decode_kernel.hpp; each off in a tuning build): the checksum a word
+// at a time (DLPREP_L3_CUDA_WORD_CHECKSUM: pass 1's byte loop drew 10% of the stall samples), a
+// kernel compiled per output layout (DLPREP_L3_CUDA_LAYOUT_KERNELS: no layout branch per element,
+// the window test and element index split into a part per thread and a part per row), a warp per
+// patch where every patch fits one (DLPREP_L3_CUDA_WARP_PATCHES: several patches per block, no
+// barrier, the row above in registers), and the rows' predictor codes unpacked into shared memory
+// in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp for 8..32-pixel
+// patches, where most of a warp idles; packing a pixel's channels into one store for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -106,7 +106,7 @@ __device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
   return v + prefix;
 }
 
-#ifdef DLPREP_L3_CUDA_WORD_CHECKSUM
+#if DLPREP_L3_CUDA_WORD_CHECKSUM
 /// The 4 bytes at q, 4-byte aligned.
 __device__ __forceinline__ uint32_t aligned_word(const uint8_t* q) {
 #if defined(__CUDA_ARCH__)
@@ -124,8 +124,8 @@ __device__ __forceinline__ uint32_t aligned_word(const uint8_t* q) {
 __device__ __forceinline__ void patch_sums(const uint8_t* p, uint32_t n, unsigned tid,
                                            unsigned threads, unsigned long long& sa,
                                            unsigned long long& sb) {
-#ifdef DLPREP_L3_CUDA_WORD_CHECKSUM
-  // A tuning build (gpu_session.sh l3-tune): the bytes between the first and the last 4-byte
+#if DLPREP_L3_CUDA_WORD_CHECKSUM
+  // The bytes between the first and the last 4-byte
   // boundary a word at a time, their sum and their weights by two dot products (dp4a):
   // sum (n - i - j) b[i + j] over j < 4 is (n - i) (b0 + b1 + b2 + b3) - (b1 + 2 b2 + 3 b3).
   // The few bytes outside go one at a time.
@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
   uint8_t* const window = a.out + image.dst;
   const l3::OutputLayout layout =
       kLayout == kAnyLayout ? a.layout : static_cast<l3::OutputLayout>(kLayout);
-  // A kernel compiled for its layout (a tuning build) splits the window test and the element
+  // A kernel compiled for its layout (LAYOUT_KERNELS) splits the window test and the element
   // index into its columns' part, taken here once, and each row's part (l3::in_window and
   // l3::output_element per pixel otherwise; the same index, batch_output.hpp).
   constexpr bool kSplitIndex = kLayout != kAnyLayout;

@@ -74,26 +74,38 @@ inline unsigned block_threads(uint32_t max_patch_width) {
   return (per_row + 31u) / 32u * 32u;
 }
 
-/// A tuning build (DLPREP_L3_CUDA_WARP_PATCHES, gpu_session.sh l3-tune): when no patch of a batch
-/// is wider than a warp's columns (kWarpPatchWidth: FHD's 64-pixel patches at 2 pixels per
-/// thread), each warp decodes a patch of its own, kWarpsPerBlock to a block. Blocks of one warp
-/// held FHD at 32 warps per SM (the SM's block limit) and paid a block barrier per row; a warp
-/// needs neither the barrier nor shared memory for the row above (its lanes shuffle it).
-#ifdef DLPREP_L3_CUDA_WARP_PATCHES
-inline constexpr bool kWarpPatches = true;
-#else
-inline constexpr bool kWarpPatches = false;
+/// The kernel's four code paths beyond the paper's block per patch, each on by default and each
+/// turned off by a tuning build with -DDLPREP_L3_CUDA_<NAME>=0 (gpu_session.sh l3-tune, and the
+/// emulated suite's variants). Measured together on an H200 (2026-11-29, tests/bench/RESULTS.md):
+/// FHD nhwc-u8 decoded at 249 / 259 GB/s at batch 64 / 256 against 200 / 207 without them in the
+/// same run; the warp per patch and the row codes alone moved it by -1% to +2%, so most of the
+/// gain is the checksum a word at a time and the kernel per layout.
+/// - WORD_CHECKSUM: pass 1 sums the patch 4 aligned bytes at a time by two dp4a.
+/// - LAYOUT_KERNELS: a kernel per output layout, no layout branch per element (decode_launch.cu).
+/// - WARP_PATCHES: when no patch of a batch is wider than a warp's columns (kWarpPatchWidth:
+///   FHD's 64-pixel patches at 2 pixels per thread), each warp decodes a patch of its own,
+///   kWarpsPerBlock to a block. Blocks of one warp held FHD at 32 warps per SM (the SM's block
+///   limit) and paid a block barrier per row; a warp needs neither the barrier nor shared memory
+///   for the row above (its lanes shuffle it).
+/// - ROW_CODES: pass 1 unpacks each row's predictor codes (every channel's, 3 bits apart) into
+///   shared memory, so that a row reads one 16-bit word instead of two bytes and their bit
+///   arithmetic per channel (l3::predictor_code).
+#ifndef DLPREP_L3_CUDA_WORD_CHECKSUM
+#define DLPREP_L3_CUDA_WORD_CHECKSUM 1
 #endif
+#ifndef DLPREP_L3_CUDA_LAYOUT_KERNELS
+#define DLPREP_L3_CUDA_LAYOUT_KERNELS 1
+#endif
+#ifndef DLPREP_L3_CUDA_WARP_PATCHES
+#define DLPREP_L3_CUDA_WARP_PATCHES 1
+#endif
+#ifndef DLPREP_L3_CUDA_ROW_CODES
+#define DLPREP_L3_CUDA_ROW_CODES 1
+#endif
+inline constexpr bool kWarpPatches = DLPREP_L3_CUDA_WARP_PATCHES != 0;
 inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;
 
-/// A tuning build (DLPREP_L3_CUDA_ROW_CODES, gpu_session.sh l3-tune): pass 1 unpacks each row's
-/// predictor codes (every channel's, 3 bits apart) into shared memory, so that a row reads one
-/// 16-bit word instead of two bytes and their bit arithmetic per channel (l3::predictor_code).
-#ifdef DLPREP_L3_CUDA_ROW_CODES
-inline constexpr bool kRowCodes = true;
-#else
-inline constexpr bool kRowCodes = false;
-#endif
+inline constexpr bool kRowCodes = DLPREP_L3_CUDA_ROW_CODES != 0;
 inline constexpr uint32_t kWarpsPerBlock =
     l3::kMaxPatch / kPixelsPerThread / 32 < 4 ? l3::kMaxPatch / kPixelsPerThread / 32 : 4;
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <stdexcept>
 
 #include "core/cuda_check.hpp"
 #include "l3/decode_kernel.cuh"
@@ -16,8 +17,9 @@ using Kernel = void (*)(DecodeArgs);
 
 template <bool kWarp>
 Kernel kernel_for(l3::OutputLayout layout) {
-  // A tuning build (gpu_session.sh l3-tune) compiles the kernel once per output layout.
-#ifdef DLPREP_L3_CUDA_LAYOUT_KERNELS
+  // The kernel compiled once per output layout (decode_kernel.hpp), unless a tuning build asks
+  // for one kernel that branches on the layout.
+#if DLPREP_L3_CUDA_LAYOUT_KERNELS
   switch (layout) {
     case l3::OutputLayout::nhwc_u8:
       return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nhwc_u8), kWarp>;
@@ -26,9 +28,11 @@ Kernel kernel_for(l3::OutputLayout layout) {
     case l3::OutputLayout::nchw_f16:
       return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16), kWarp>;
   }
-#endif
+  throw std::invalid_argument("l3 decode: unknown output layout");
+#else
   (void)layout;
   return &decode_patches_kernel<kAnyLayout, kWarp>;
+#endif
 }
 
 Kernel kernel_for(const LaunchShape& shape, l3::OutputLayout layout) {

@@ -30,8 +30,7 @@
 #                    one CLI run (samples and a generated day): the suite does not fit its cap
 #   l3-profile       Nsight Compute on the decode kernel (FHD, batch 64, nhwc-u8): the largest
 #                    launch's throughput, occupancy, warp stalls, rules, and its source lines and
-#                    SASS by instructions executed and by warp stall samples; the default build's,
-#                    then the first tune build's
+#                    SASS by instructions executed and by warp stall samples (the default build)
 #   criteo-profile   Nsight Compute on dlprep's kernels (the first launches of each) in a CUDA
 #                    criteo-preprocess run: per kernel the median time, SM, memory and DRAM
 #                    throughput, occupancy
@@ -47,9 +46,9 @@
 # Environment: BUDGET (seconds for the whole call: 420), ARCH (90), BATCH (1,16,64,256),
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
-#   (NAME:DEFINITION[,...] each: "all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,
-#   DLPREP_L3_CUDA_LAYOUT_KERNELS=1,(wrc's two) wrc:DLPREP_L3_CUDA_WARP_PATCHES=1,
-#   DLPREP_L3_CUDA_ROW_CODES=1 wrp:DLPREP_L3_CUDA_WARP_PATCHES=1";
+#   (NAME:DEFINITION[,...] each: "old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,
+#   DLPREP_L3_CUDA_LAYOUT_KERNELS=0,(wl's two) wl:DLPREP_L3_CUDA_WARP_PATCHES=0,
+#   DLPREP_L3_CUDA_ROW_CODES=0 nlk:DLPREP_L3_CUDA_LAYOUT_KERNELS=0";
 #   also DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even
 #   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
 #   SET (carry/l3bench).
@@ -66,13 +65,15 @@ export OUT=${OUT:-$root/build-gpu-out} B=build-gpu DEPS=$root/carry/deps
 export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
-# The likeliest to be adopted first, in case the step runs out of time. all against the default
-# says whether the four together win; wrc against wrp what the row codes add to a warp per patch;
-# all against wrc what the word checksum and the layout kernels add on top.
+# The default kernel has the four paths of decode_kernel.hpp on (2026-11-29: 249-259 GB/s against
+# 200-207 for all four off); each build turns some off. old (all four off, the kernel of the
+# sessions before) against the default confirms the gain; wl (the word checksum and the layout
+# kernels alone) says whether the warp per patch and the row codes still pay on top of them; nlk
+# (no kernel per layout) splits the word checksum's share of the gain from the layout kernels'.
 export L3_VARIANTS=${L3_VARIANTS:-\
-all:DLPREP_L3_CUDA_WORD_CHECKSUM=1,DLPREP_L3_CUDA_LAYOUT_KERNELS=1,DLPREP_L3_CUDA_WARP_PATCHES=1,\
-DLPREP_L3_CUDA_ROW_CODES=1 wrc:DLPREP_L3_CUDA_WARP_PATCHES=1,DLPREP_L3_CUDA_ROW_CODES=1 \
-wrp:DLPREP_L3_CUDA_WARP_PATCHES=1} TUNE_BATCH=${TUNE_BATCH:-64,256}
+old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,\
+DLPREP_L3_CUDA_ROW_CODES=0 wl:DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0 \
+nlk:DLPREP_L3_CUDA_LAYOUT_KERNELS=0} TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay dlprep_l3_shared)
 # The Python module and its library (lib/capi), which the tar of step_prebuild names apart.
@@ -307,10 +308,10 @@ step_l3-bench() {
   ((rc == 0 && rc_py == 0))
 }
 
-# The decode kernel's tuning builds (l3_cuda_bench.md section 5: DLPREP_L3_CUDA_WORD_CHECKSUM, the
-# checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout;
-# DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch; with DLPREP_L3_CUDA_ROW_CODES, the rows'
-# predictor codes unpacked in pass 1; all four), prebuilt or built here, each run
+# The decode kernel's tuning builds (l3_cuda_bench.md section 5: each turns off some of
+# DLPREP_L3_CUDA_WORD_CHECKSUM, the checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a
+# kernel per output layout; DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch;
+# DLPREP_L3_CUDA_ROW_CODES, the rows' predictor codes unpacked in pass 1), prebuilt or built here, each run
 # through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
 # same step, device-resident and end to end (the benchmark checks its output first); last,
 # compute-sanitizer on each one's suite.
@@ -401,12 +402,7 @@ source_view() {
 
 step_l3-profile() {
   ensure_built || return 1
-  local rc=0 first=${L3_VARIANTS%% *}
-  profile_l3 l3 "$B" || rc=1
-  # And the first tune build (all of them together), the likeliest next default.
-  first=$B-${first%%:*}
-  if [[ -x $first/dlprep ]]; then profile_l3 "l3-${first##*-}" "$first" || rc=1; fi
-  return "$rc"
+  profile_l3 l3 "$B"
 }
 
 # profile_l3 NAME BUILD: Nsight Compute on BUILD's decode kernel, FHD batch 64, nhwc-u8.

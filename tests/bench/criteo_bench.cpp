@@ -39,6 +39,7 @@
 #include "core/file_io.hpp"
 #include "core/parallel.hpp"
 #include "core/timing.hpp"
+#include "run_outputs.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/gzip_reader.hpp"
 #include "tabular/preprocess_backend.hpp"
@@ -119,20 +120,21 @@ struct Row {
   uint64_t rows;
 };
 
-// Every file of a run (outputs and vocabulary), byte for byte; stats.json aside.
+// Every file of two runs (outputs, vocabulary, checkpoints) as tests/criteo/run_outputs.hpp
+// compares them: the same files, the same contents.
 bool same_dirs(const fs::path& a, const fs::path& b) {
-  size_t n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(a)) {
-    if (!e.is_regular_file() || e.path().filename() == "stats.json") continue;
-    fs::path rel = fs::relative(e.path(), a);
-    if (!fs::exists(b / rel) || !same_file(e.path(), b / rel)) {
+  const std::vector<fs::path> files = criteo_test::compared_files(a);
+  if (files != criteo_test::compared_files(b)) {
+    std::fprintf(stderr, "criteo_bench: %s and %s hold other files\n", a.c_str(), b.c_str());
+    return false;
+  }
+  for (const fs::path& rel : files)
+    if (criteo_test::compared_contents(a / rel) != criteo_test::compared_contents(b / rel)) {
       std::fprintf(stderr, "criteo_bench: %s differs between %s and %s\n", rel.c_str(), a.c_str(),
                    b.c_str());
       return false;
     }
-    ++n;
-  }
-  return n > 0;
+  return !files.empty();
 }
 
 // One line on stderr at the end of each phase of the CUDA suite, with the seconds since `clock`

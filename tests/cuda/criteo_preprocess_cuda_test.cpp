@@ -23,7 +23,6 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/file_io.hpp"
 #include "expect.hpp"
+#include "run_outputs.hpp"
 #include "tabular/criteo_preprocess.hpp"
 #include "tabular/preprocess_backend.hpp"
 
@@ -75,35 +75,14 @@ fs::path fresh(const std::string& name) {
   return d;
 }
 
-// Every regular file under dir, relative, except stats.json (timings, device).
-std::vector<fs::path> files_under(const fs::path& dir) {
-  std::vector<fs::path> out;
-  if (!fs::exists(dir)) return out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != "stats.json")
-      out.push_back(fs::relative(e.path(), dir));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 void compare_dirs(const std::string& name, const fs::path& cpu, const fs::path& gpu) {
-  std::vector<fs::path> a = files_under(cpu), b = files_under(gpu);
+  std::vector<fs::path> a = criteo_test::compared_files(cpu), b = criteo_test::compared_files(gpu);
   EXPECT(a == b, "%s: the cuda run wrote other files (%zu vs %zu)", name.c_str(), b.size(),
          a.size());
   for (const fs::path& f : a) {
     if (!fs::exists(gpu / f)) continue;
-    std::string x = slurp(cpu / f), y = slurp(gpu / f);
-    if (f.filename() == "vocab.json" || f.filename() == "state.json") {
-      // The checkpoints record each run's own files: its --emit-binary FILE (path, mtime) and
-      // its day files (size, mtime, inode).
-      auto without_own_files = [](const std::string& text) {
-        nlohmann::json j = nlohmann::json::parse(text);
-        for (const char* key : {"emit", "emit_files", "day_files", "single_pass_files"})
-          j.erase(key);
-        return j.dump();
-      };
-      x = without_own_files(x), y = without_own_files(y);
-    }
+    const std::string x = criteo_test::compared_contents(cpu / f),
+                      y = criteo_test::compared_contents(gpu / f);
     if (x == y) continue;
     size_t i = 0;
     while (i < x.size() && i < y.size() && x[i] == y[i]) ++i;

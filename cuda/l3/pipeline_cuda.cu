@@ -11,6 +11,7 @@
 // pinned memory [e3]. wait() synchronises on e3 only.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -19,6 +20,7 @@
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
 #include "core/error.hpp"
+#include "core/parallel.hpp"
 #include "l3/batch_pipeline.hpp"
 #include "l3/batch_plan.hpp"
 #include "l3/decode_cuda.hpp"
@@ -29,6 +31,34 @@ namespace dlprep::cuda {
 using namespace l3_detail;
 
 namespace {
+
+// Copies the batch's files, back to back (plan.images[i].src), into the pinned staging `dst`: in
+// pieces of kStagePiece bytes on up to kStageThreads threads for a large batch. One thread's
+// memcpy bound the pipeline from host bytes: on the H200 session (2026-11-29) 64 FHD files (136
+// MB) a batch went at 11 GB/s of pixels from Python, against 150 GB/s from pinned input.
+constexpr size_t kStagePiece = size_t{1} << 20;
+constexpr unsigned kStageThreads = 8;
+
+void stage_files(const l3::BatchPlan& plan, const uint8_t* const* files, uint8_t* dst) {
+  const size_t pieces = (plan.input_bytes + kStagePiece - 1) / kStagePiece;
+  const unsigned threads =
+      static_cast<unsigned>(std::min<size_t>(pieces, std::min(hardware_threads(), kStageThreads)));
+  if (threads <= 1) {
+    for (size_t i = 0; i < plan.images.size(); ++i)
+      std::memcpy(dst + plan.images[i].src, files[i], plan.images[i].file_bytes);
+    return;
+  }
+  parallel_for(pieces, threads, [&](size_t piece) {
+    const uint64_t lo = piece * kStagePiece,
+                   hi = std::min<uint64_t>(lo + kStagePiece, plan.input_bytes);
+    for (size_t i = 0; i < plan.images.size(); ++i) {
+      const uint64_t begin = std::max(lo, plan.images[i].src);
+      const uint64_t end = std::min(hi, plan.images[i].src + plan.images[i].file_bytes);
+      if (begin < end)
+        std::memcpy(dst + begin, files[i] + (begin - plan.images[i].src), end - begin);
+    }
+  });
+}
 
 struct Slot {
   explicit Slot(bool low_priority) : stream(low_priority) {}
@@ -66,9 +96,7 @@ struct L3Pipeline::Impl {
     Slot& slot = *slots[e.slot];
     try {
       uint8_t* const host = slot.staging.reserve(input + layout.bytes + 16);
-      if (files != nullptr)
-        for (size_t i = 0; i < plan.images.size(); ++i)
-          std::memcpy(host + plan.images[i].src, files[i], plan.images[i].file_bytes);
+      if (files != nullptr) stage_files(plan, files, host);
       pack_work(plan, host + input);
       slot.flag = reinterpret_cast<uint32_t*>(host + input + layout.bytes);
       *slot.flag = 0;

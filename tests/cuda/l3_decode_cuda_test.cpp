@@ -468,6 +468,14 @@ void run_pipeline_suite(BatchDecoder& gpu) {
       job.files.push_back(encode(images.back(), {}));
     }
     if (b == 4) job.files.back()[job.files.back().size() - 2] ^= 0x04;  // a damaged batch
+    if (b == 6 && !quick) {
+      // Over 1 MiB of files from pageable memory: the pipeline stages them in 1 MiB pieces on
+      // several threads (pipeline_cuda.cu), a piece ending inside this file.
+      images.push_back(make_image(900, 500, 3, Content::noise, 9));
+      job.files.push_back(encode(images.back(), {}));
+      images.push_back(make_image(61, 33, 2, Content::mixed, 10));
+      job.files.push_back(encode(images.back(), {16, 1}));
+    }
     job.plan = plan_batch(spans(job.files), options_for(*variants[b % 4], images));
     job.want = Bytes(job.plan.output_bytes, kPoison);
     try {

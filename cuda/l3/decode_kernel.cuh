@@ -167,6 +167,28 @@ constexpr uint32_t kPixelBits = (1u << kPixels) - 1;
 constexpr uint32_t kSpread = kPixels == 1 ? 1u : kPixels == 2 ? 0x81u : 0x204081u;
 constexpr uint32_t kSpreadMask = kPixels == 1 ? 1u : kPixels == 2 ? 0x0101u : 0x01010101u;
 
+/// The thread's pixels' bits of the planes above k (pixel i's in byte i) with plane k's added:
+/// taken top plane first, each step doubles what is there (a byte never carries into the next:
+/// widths are at most 8) and adds the next plane's bits of every pixel. plane_byte: the byte of
+/// plane 0 that holds the pixels' bits, from bit `shift` on; plane k's is 2k bytes on.
+__device__ __forceinline__ uint32_t add_plane(uint32_t bits, const uint8_t* plane_byte, uint32_t k,
+                                              uint32_t shift) {
+  return 2 * bits +
+         ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
+}
+
+#if DLPREP_L3_CUDA_UNROLLED_PLANES
+/// The bits of planes [0, kWidth), unrolled.
+template <uint32_t kWidth>
+__device__ __forceinline__ uint32_t plane_bits(const uint8_t* plane_byte, uint32_t shift) {
+  uint32_t bits = 0;
+#pragma unroll
+  for (uint32_t k = kWidth; k-- > 0;) bits = add_plane(bits, plane_byte, k, shift);
+  return bits;
+}
+static_assert(l3::kMaxWidth == 8, "group_residuals has a case per width");
+#endif
+
 /// The residuals of pixel columns x .. x + kPixels - 1 (one thread's, all in one group) of one
 /// plane: bit x mod 16 (and the next ones) of each of the group's bit planes, plus its base;
 /// `payload` is the group's payload (base, then the planes).
@@ -176,16 +198,46 @@ __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* pa
   const uint8_t* q = payload;
   uint8_t base = l3::implicit_base(width);
   if (l3::code_explicit(code)) base = *q++;
-  uint32_t bits = 0;
   // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load per
   // plane, not two.
   const uint8_t* const plane_byte = q + j / 8;
   const uint32_t shift = j % 8;
-  // Top plane first: each step doubles what is there (a byte never carries into the next: widths
-  // are at most 8) and adds the next plane's bits of every pixel.
-  for (uint32_t k = width; k-- > 0;)
-    bits = 2 * bits +
-           ((((uint32_t{plane_byte[2 * k]} >> shift) & kPixelBits) * kSpread) & kSpreadMask);
+  uint32_t bits = 0;
+#if DLPREP_L3_CUDA_UNROLLED_PLANES
+  // A tuning build: a loop unrolled per width, so that the plane loads issue back to back
+  // instead of one per iteration of a loop of `width` steps (the loop's line drew 30% of the warp
+  // stall samples on the H200, 2026-11-29).
+  switch (width) {
+    case 1:
+      bits = plane_bits<1>(plane_byte, shift);
+      break;
+    case 2:
+      bits = plane_bits<2>(plane_byte, shift);
+      break;
+    case 3:
+      bits = plane_bits<3>(plane_byte, shift);
+      break;
+    case 4:
+      bits = plane_bits<4>(plane_byte, shift);
+      break;
+    case 5:
+      bits = plane_bits<5>(plane_byte, shift);
+      break;
+    case 6:
+      bits = plane_bits<6>(plane_byte, shift);
+      break;
+    case 7:
+      bits = plane_bits<7>(plane_byte, shift);
+      break;
+    case 8:
+      bits = plane_bits<8>(plane_byte, shift);
+      break;
+    default:
+      break;  // width 0: every residual is the base
+  }
+#else
+  for (uint32_t k = width; k-- > 0;) bits = add_plane(bits, plane_byte, k, shift);
+#endif
 #pragma unroll
   for (uint32_t i = 0; i < kPixels; ++i)
     residual[i] = static_cast<uint8_t>((bits >> (8 * i)) + base);

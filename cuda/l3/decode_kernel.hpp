@@ -102,6 +102,11 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 #ifndef DLPREP_L3_CUDA_ROW_CODES
 #define DLPREP_L3_CUDA_ROW_CODES 1
 #endif
+/// A tuning build not yet timed (DLPREP_L3_CUDA_UNROLLED_PLANES=1, gpu_session.sh l3-tune's
+/// `upl`): the plane loop of decode_kernel.cuh's group_residuals unrolled per width.
+#ifndef DLPREP_L3_CUDA_UNROLLED_PLANES
+#define DLPREP_L3_CUDA_UNROLLED_PLANES 0
+#endif
 inline constexpr bool kWarpPatches = DLPREP_L3_CUDA_WARP_PATCHES != 0;
 inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;
 

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 /* Bumped when a declaration below changes; callers check it before they call anything else. */
-#define DLPREP_L3_API_VERSION 2
+#define DLPREP_L3_API_VERSION 3
 
 /* The kinds of failure: dlprep's error kinds (lib/core/error.hpp), in the order of the CLI's
  * exit-status mapping. */
@@ -159,6 +159,8 @@ dlprep_status dlprep_l3_tensor_create(dlprep_l3_decoder* decoder, uint64_t bytes
 /* The tensor's first byte (a device address with CUDA) and its size. */
 void* dlprep_l3_tensor_data(const dlprep_l3_tensor* tensor);
 uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor);
+/* The CUDA device ordinal of the tensor's memory (DLPack's device_id); -1 for none. */
+int dlprep_l3_tensor_gpu(const dlprep_l3_tensor* tensor);
 void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor);
 
 /* ---- Overlapped batches (man/libdlprep_l3.3, PIPELINES) ---- */

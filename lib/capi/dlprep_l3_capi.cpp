@@ -36,6 +36,7 @@ struct dlprep_l3_plan {
 
 struct dlprep_l3_tensor {
   std::unique_ptr<dlprep::l3::BatchBuffer> buffer;
+  int gpu = -1;  // the CUDA device ordinal of its memory
 };
 
 struct dlprep_l3_pipeline {
@@ -196,6 +197,15 @@ void drain(dlprep::l3::BatchPipeline& pipeline) noexcept {
       if (pipeline.in_flight() == left) return;
     }
   }
+}
+
+// A new tensor of `bytes` (0 = 1) in the decoder's device memory.
+std::unique_ptr<dlprep_l3_tensor> new_device_tensor(dlprep_l3_decoder& decoder, uint64_t bytes) {
+  auto made = std::make_unique<dlprep_l3_tensor>();
+  made->buffer =
+      decoder.decoder->allocate(dlprep::l3::MemoryKind::device, std::max<uint64_t>(bytes, 1));
+  made->gpu = decoder.decoder->gpu_ordinal();
+  return made;
 }
 
 // Decodes the files into `out`, device memory of the decoder's backend, through the decoder's
@@ -405,9 +415,7 @@ dlprep_status dlprep_l3_decode_batch_device(dlprep_l3_decoder* decoder, const dl
     require(decoder != nullptr && plan != nullptr && tensor != nullptr,
             "the decoder, the plan or the tensor is a null pointer");
     *tensor = nullptr;
-    auto made = std::make_unique<dlprep_l3_tensor>();
-    made->buffer = decoder->decoder->allocate(dlprep::l3::MemoryKind::device,
-                                              std::max<uint64_t>(plan->plan->output_bytes, 1));
+    auto made = new_device_tensor(*decoder, plan->plan->output_bytes);
     decode_on_device(*decoder, *plan->plan, file_spans(files, sizes, count), *made->buffer, 0);
     *tensor = made.release();
   });
@@ -432,10 +440,7 @@ dlprep_status dlprep_l3_tensor_create(dlprep_l3_decoder* decoder, uint64_t bytes
     *tensor = nullptr;
     if (bytes > SIZE_MAX)
       throw Error(Errc::limit_exceeded, "the tensor overflows the address space");
-    auto made = std::make_unique<dlprep_l3_tensor>();
-    made->buffer =
-        decoder->decoder->allocate(dlprep::l3::MemoryKind::device, std::max<uint64_t>(bytes, 1));
-    *tensor = made.release();
+    *tensor = new_device_tensor(*decoder, bytes).release();
   });
 }
 
@@ -445,6 +450,10 @@ void* dlprep_l3_tensor_data(const dlprep_l3_tensor* tensor) {
 
 uint64_t dlprep_l3_tensor_bytes(const dlprep_l3_tensor* tensor) {
   return tensor == nullptr ? 0 : tensor->buffer->size();
+}
+
+int dlprep_l3_tensor_gpu(const dlprep_l3_tensor* tensor) {
+  return tensor == nullptr ? -1 : tensor->gpu;
 }
 
 void dlprep_l3_tensor_destroy(dlprep_l3_tensor* tensor) { delete tensor; }

@@ -184,6 +184,9 @@ class BatchDecoder {
   virtual std::string_view device_name() const = 0;
   /// The device for reports: "NVIDIA H100 80GB HBM3, 132 SMs, CUDA 13.0" or the CPU's threads.
   virtual std::string device_description() const = 0;
+  /// The CUDA device ordinal of the decoder's device memory (what DLPack calls its device_id),
+  /// or -1 where it has none (cpu).
+  virtual int gpu_ordinal() const { return -1; }
 
   /// Decodes the batch described by `plan` (from plan_batch(files) on the same files) into host
   /// memory `out` of at least plan.output_bytes bytes. Checks every patch the plan lists

@@ -108,6 +108,7 @@ class BatchDecoderCuda final : public BatchDecoder {
  public:
   std::string_view device_name() const override { return "cuda"; }
   std::string device_description() const override { return cuda::device_description(); }
+  int gpu_ordinal() const override { return device_; }
 
   using BatchDecoder::decode;
   void decode(const BatchPlan& plan, std::span<const ByteSpan> files, uint8_t* out) override {

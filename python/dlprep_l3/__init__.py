@@ -35,7 +35,7 @@ import numpy as np
 __all__ = ["Error", "Info", "info", "decode", "read", "encode", "write", "BatchDecoder",
            "DeviceTensor", "Dataset", "webdataset_decoder"]
 
-API_VERSION = 2
+API_VERSION = 3
 
 
 class Error(Exception):
@@ -113,6 +113,7 @@ def _load():
                                                               vp, sz, sz]),
         "dlprep_l3_tensor_create": (ctypes.c_int, [vp, u64, pp]),
         "dlprep_l3_tensor_data": (vp, [vp]),
+        "dlprep_l3_tensor_gpu": (ctypes.c_int, [vp]),
         "dlprep_l3_tensor_destroy": (None, [vp]),
         "dlprep_l3_pipeline_create": (ctypes.c_int, [vp, ctypes.c_uint, pp]),
         "dlprep_l3_pipeline_destroy": (None, [vp]),
@@ -272,11 +273,70 @@ class _Handle:
         self.close()
 
 
+# DLPack (dlpack.h, version 0.8's DLManagedTensor: the "dltensor" capsule every consumer takes).
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DLDeleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", _DLDeleter)]
+_KDL_CUDA = 2
+_DL_DTYPES = {np.dtype(np.uint8): (1, 8), np.dtype(np.float32): (2, 32),
+              np.dtype(np.float16): (2, 16)}  # (kDLUInt 1 / kDLFloat 2, bits)
+_DLTENSOR = b"dltensor"  # the capsule's name: its pointer must outlive the capsule
+# What each exported tensor keeps alive (its struct, its shape, the DeviceTensor's memory) until
+# the consumer calls the deleter, or the capsule goes unconsumed: by the struct's address.
+_dlpack_exports = {}
+
+
+@_DLDeleter
+def _dlpack_deleter(managed):
+    _dlpack_exports.pop(ctypes.addressof(managed.contents), None)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _dlpack_capsule_destructor(capsule):
+    # A consumer renames the capsule when it takes the tensor, and calls the deleter itself.
+    if _capsule_is_valid(capsule, _DLTENSOR):
+        _dlpack_deleter(ctypes.cast(_capsule_pointer(capsule, _DLTENSOR),
+                                    ctypes.POINTER(_DLManagedTensor)))
+
+
+# Function objects of our own (indexing makes new ones; attributes are shared with any caller
+# who sets other argument types on them).
+_capsule_new = ctypes.pythonapi["PyCapsule_New"]
+_capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p,
+                                                                   ctypes.c_char_p,
+                                                                   ctypes.c_void_p]
+_capsule_is_valid = ctypes.pythonapi["PyCapsule_IsValid"]
+_capsule_is_valid.restype, _capsule_is_valid.argtypes = ctypes.c_int, [ctypes.c_void_p,
+                                                                       ctypes.c_char_p]
+_capsule_pointer = ctypes.pythonapi["PyCapsule_GetPointer"]
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.c_void_p,
+                                                                         ctypes.c_char_p]
+
+
 class DeviceTensor:
-    """A batch tensor in GPU memory, shared without a copy through the CUDA array interface:
-    torch.as_tensor(t, device="cuda"), cupy.asarray(t), numba.cuda.as_cuda_array(t). The memory
-    is freed when the last object that refers to it (this one, or a tensor made from it) goes.
-    The decode that made it has finished, so any stream may read it."""
+    """A batch tensor in GPU memory, shared without a copy through the CUDA array interface
+    (torch.as_tensor(t, device="cuda"), cupy.asarray(t), numba.cuda.as_cuda_array(t)) and DLPack
+    (torch.from_dlpack(t), jax.dlpack.from_dlpack(t), cupy.from_dlpack(t)). The memory is freed
+    when the last object that refers to it (this one, or a tensor made from it) goes. The decode
+    that made it has finished, so any stream may read it."""
 
     def __init__(self, owner, offset, shape, dtype, typestr):
         self._owner = owner  # the _Handle of the dlprep_l3_tensor
@@ -288,6 +348,31 @@ class DeviceTensor:
         base = _lib.dlprep_l3_tensor_data(self._owner.pointer)
         return {"shape": self.shape, "typestr": self._typestr, "data": (base + self._offset, False),
                 "version": 3, "strides": None, "stream": None}
+
+    def __dlpack_device__(self):
+        return (_KDL_CUDA, _lib.dlprep_l3_tensor_gpu(self._owner.pointer))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the tensor (row-major, no copy). `stream` needs no wait: the
+        tensor is complete. A copy or another device is refused (BufferError), as DLPack asks."""
+        if copy or (dl_device is not None and tuple(dl_device) != self.__dlpack_device__()):
+            raise BufferError("dlprep_l3.DeviceTensor: DLPack export without a copy, on its "
+                              "own GPU only")
+        managed = _DLManagedTensor()
+        shape = (ctypes.c_int64 * len(self.shape))(*self.shape)
+        code, bits = _DL_DTYPES[self.dtype]
+        device_type, device_id = self.__dlpack_device__()
+        # The first element itself as `data` (byte_offset 0), as NumPy exports a view: some
+        # consumers ignore byte_offset.
+        managed.dl_tensor = _DLTensor(
+            _lib.dlprep_l3_tensor_data(self._owner.pointer) + self._offset,
+            _DLDevice(device_type, device_id), len(self.shape), _DLDataType(code, bits, 1),
+            ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)), None, 0)
+        managed.deleter = _dlpack_deleter
+        address = ctypes.addressof(managed)
+        _dlpack_exports[address] = (managed, shape, self._owner)
+        return _capsule_new(address, _DLTENSOR, ctypes.cast(_dlpack_capsule_destructor,
+                                                            ctypes.c_void_p))
 
     def __repr__(self):
         return f"DeviceTensor(shape={self.shape}, dtype={self.dtype})"

@@ -106,6 +106,7 @@ TEST_CASE("a cuda decoder decodes through the C interface as the CPU does, where
   REQUIRE(dlprep_l3_decode_batch_device(decoder, batch.plan, batch.pointers.data(),
                                         batch.sizes.data(), 3, &tensor) == DLPREP_OK);
   CHECK(read_back(dlprep_l3_tensor_data(tensor), bytes) == batch.expected);
+  CHECK(dlprep_l3_tensor_gpu(tensor) == 0);  // the current GPU's, the emulated one
 
   // Device memory the caller lends, at an offset, after the legacy default stream (handle 1).
   auto* lent = static_cast<uint8_t*>(device_bytes(bytes + 64, 0xEE));

@@ -802,8 +802,12 @@ class Batches(unittest.TestCase):
                       file=sys.stderr)
                 return
             shared = torch.as_tensor(tensor, device="cuda")
+            from_dlpack = torch.from_dlpack(tensor)
+            self.assertEqual((from_dlpack.data_ptr(), from_dlpack.device.index),
+                             (shared.data_ptr(), torch.cuda.current_device()))
             del tensor  # torch keeps the memory alive
             np.testing.assert_array_equal(shared.cpu().numpy(), np.stack(self.images))
+            np.testing.assert_array_equal(from_dlpack.cpu().numpy(), np.stack(self.images))
             # Straight into torch's own tensors, reused: no allocation of ours.
             pool = torch.full((4, 3, 48, 64), -1, dtype=torch.float16, device="cuda")
             for seed in (1, 2):
@@ -865,6 +869,10 @@ class Batches(unittest.TestCase):
             f16 = {"layout": "nchw-f16", "mean": [1, 2, 3], "std": [4, 5, 6]}
             tensor = gpu.decode(self.files, output="device", **f16)
             np.testing.assert_array_equal(read(tensor), self.decoder.decode(self.files, **f16))
+            check_dlpack(self, tensor)
+            ragged = gpu.decode([self.files[0], dlprep_l3.encode(mixed_image(20, 24, 3, 11))],
+                                output="device")
+            check_dlpack(self, ragged[1])  # an image after the first: its own address
             # A DeviceTensor lent back as out (it has the CUDA array interface), reused.
             for seed in (1, 2):
                 crop = {"crop": (48, 64), "crop_mode": "random", "seed": seed}
@@ -908,6 +916,45 @@ def torch_on_this_gpu():
     except ImportError:
         return None
     return torch if torch.cuda.is_available() else None  # a CPU-only build of torch
+
+
+def check_dlpack(test, tensor):
+    """The DLPack capsule of a DeviceTensor, as a consumer reads it (dlpack.h): the tensor's
+    address, shape, dtype and GPU; the deleter frees what the export holds, once, whether the
+    capsule was taken or dropped."""
+    get_pointer, set_name = (ctypes.pythonapi[f] for f in ("PyCapsule_GetPointer",
+                                                           "PyCapsule_SetName"))
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    interface = tensor.__cuda_array_interface__
+    device_type, gpu = tensor.__dlpack_device__()
+    test.assertEqual(device_type, 2)  # kDLCUDA
+    test.assertGreaterEqual(gpu, 0)
+    held = len(dlprep_l3._dlpack_exports)
+    capsule = tensor.__dlpack__(stream=None)
+    managed = ctypes.cast(get_pointer(capsule, b"dltensor"),
+                          ctypes.POINTER(dlprep_l3._DLManagedTensor)).contents
+    dl = managed.dl_tensor
+    test.assertEqual((dl.data, dl.byte_offset, bool(dl.strides)), (interface["data"][0], 0, False))
+    test.assertEqual((dl.device.device_type, dl.device.device_id), (2, gpu))
+    test.assertEqual(tuple(dl.shape[i] for i in range(dl.ndim)), tensor.shape)
+    want_dtype = {"|u1": (1, 8), "<f4": (2, 32), "<f2": (2, 16)}[interface["typestr"]]
+    test.assertEqual((dl.dtype.code, dl.dtype.bits, dl.dtype.lanes), want_dtype + (1,))
+    test.assertEqual(len(dlprep_l3._dlpack_exports), held + 1)
+    # Taken: the consumer renames the capsule and calls the deleter when it is done.
+    set_name(capsule, b"used_dltensor")
+    del capsule
+    test.assertEqual(len(dlprep_l3._dlpack_exports), held + 1)
+    managed.deleter(ctypes.pointer(managed))
+    test.assertEqual(len(dlprep_l3._dlpack_exports), held)
+    # Dropped untaken: the capsule's destructor calls the deleter.
+    capsule = tensor.__dlpack__()
+    test.assertEqual(len(dlprep_l3._dlpack_exports), held + 1)
+    del capsule
+    test.assertEqual(len(dlprep_l3._dlpack_exports), held)
+    for refused in ({"copy": True}, {"dl_device": (1, 0)}):
+        with test.assertRaises(BufferError):
+            tensor.__dlpack__(**refused)
 
 
 def device_reader():

@@ -210,6 +210,8 @@ TEST_CASE("a batch decodes into the tensor of the C++ batch decoder, windows inc
           DLPREP_OK);
   REQUIRE(dlprep_l3_tensor_bytes(tensor) == out.size());
   CHECK(std::memcmp(dlprep_l3_tensor_data(tensor), expected.data(), out.size()) == 0);
+  CHECK(dlprep_l3_tensor_gpu(tensor) == -1);  // no GPU's memory
+  CHECK(dlprep_l3_tensor_gpu(nullptr) == -1);
   // Into memory the caller lends (the cpu backend's device memory is the host's).
   std::vector<uint8_t> lent(out.size() + 3, 0x5A);
   REQUIRE(dlprep_l3_decode_batch_into_device(decoder, plan, pointers.data(), sizes.data(), 3,

@@ -78,7 +78,7 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 /// turned off by a tuning build with -DDLPREP_L3_CUDA_<NAME>=0 (gpu_session.sh l3-tune, and the
 /// emulated suite's variants). Measured together on an H200 (2026-11-29, tests/bench/RESULTS.md):
 /// FHD nhwc-u8 decoded at 249 / 259 GB/s at batch 64 / 256 against 200 / 207 without them in the
-/// same run; the warp per patch and the row codes alone moved it by -1% to +2%, so most of the
+/// same run; the warp per patch and the row codes alone moved it by -1.5% to +2%, so most of the
 /// gain is the checksum a word at a time and the kernel per layout.
 /// - WORD_CHECKSUM: pass 1 sums the patch 4 aligned bytes at a time by two dp4a.
 /// - LAYOUT_KERNELS: a kernel per output layout, no layout branch per element (decode_launch.cu).

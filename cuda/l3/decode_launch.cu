@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <climits>
-#include <stdexcept>
 
 #include "core/cuda_check.hpp"
+#include "core/error.hpp"
 #include "l3/decode_kernel.cuh"
 #include "l3/decode_kernel.hpp"
 
@@ -28,7 +28,7 @@ Kernel kernel_for(l3::OutputLayout layout) {
     case l3::OutputLayout::nchw_f16:
       return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16), kWarp>;
   }
-  throw std::invalid_argument("l3 decode: unknown output layout");
+  throw Error(Errc::internal, "l3 decode: unknown output layout");
 #else
   (void)layout;
   return &decode_patches_kernel<kAnyLayout, kWarp>;

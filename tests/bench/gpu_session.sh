@@ -308,10 +308,11 @@ step_l3-bench() {
   ((rc == 0 && rc_py == 0))
 }
 
-# The decode kernel's tuning builds (l3_cuda_bench.md section 5: each turns off some of
-# DLPREP_L3_CUDA_WORD_CHECKSUM, the checksum a word at a time; DLPREP_L3_CUDA_LAYOUT_KERNELS, a
-# kernel per output layout; DLPREP_L3_CUDA_WARP_PATCHES, a warp per patch;
-# DLPREP_L3_CUDA_ROW_CODES, the rows' predictor codes unpacked in pass 1), prebuilt or built here, each run
+# The decode kernel's tuning builds (l3_cuda_bench.md section 5: each turns off some of the
+# default's DLPREP_L3_CUDA_WORD_CHECKSUM, the checksum a word at a time;
+# DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout; DLPREP_L3_CUDA_WARP_PATCHES, a warp
+# per patch; DLPREP_L3_CUDA_ROW_CODES, the rows' predictor codes unpacked in pass 1; or turns on
+# a path not yet timed, DLPREP_L3_CUDA_UNROLLED_PLANES), prebuilt or built here, each run
 # through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
 # same step, device-resident and end to end (the benchmark checks its output first); last,
 # compute-sanitizer on each one's suite.
@@ -545,7 +546,7 @@ if [[ ${1:-} == --one ]]; then
   "step_$2"
   exit
 fi
-[[ $# -gt 0 ]] || { sed -n '9,49p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '9,/^# shellcheck/{/^# shellcheck/!p;}' "$0"; exit 2; }
 steps=()
 for s in "$@"; do
   case $s in

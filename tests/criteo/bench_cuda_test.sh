@@ -3,6 +3,7 @@
 # synthetic rows, UTF-8 and binary: it checks the CUDA outputs against the CPU backend's (exit 3
 # when they differ) and then runs every timed row once. CTest runs it with the benchmark built for
 # the emulated GPU (tests/cuda/CMakeLists.txt); any build's criteo_bench with a GPU works too.
+# A criteo_bench that skips (exit 77: no CUDA device) fails the test: the emulated one must run.
 #
 # Usage: bench_cuda_test.sh CRITEO_BENCH GEN_CRITEO DLPREP SCRATCH
 set -eu

@@ -81,8 +81,8 @@ void compare_dirs(const std::string& name, const fs::path& cpu, const fs::path& 
          a.size());
   for (const fs::path& f : a) {
     if (!fs::exists(gpu / f)) continue;
-    const std::string x = criteo_test::compared_contents(cpu / f),
-                      y = criteo_test::compared_contents(gpu / f);
+    const Bytes x = criteo_test::compared_contents(cpu / f),
+                y = criteo_test::compared_contents(gpu / f);
     if (x == y) continue;
     size_t i = 0;
     while (i < x.size() && i < y.size() && x[i] == y[i]) ++i;

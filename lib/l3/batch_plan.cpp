@@ -120,6 +120,26 @@ BatchPlan plan_batch(std::span<const ByteSpan> files, const DecodeOptions& optio
 
   // The work list: the table was validated by inspect(), so its offsets are trusted from here
   // on. Only the patches that intersect the window are listed (all of them without a crop).
+  // Patch columns and rows that the window [crop, crop + out) touches, as [begin, end].
+  struct Span {
+    uint32_t begin, end;
+  };
+  const auto window_patches = [](const BatchImage& image) {
+    const uint32_t n = image.patch;
+    return std::pair<Span, Span>{{image.crop_x / n, (image.crop_x + image.out_width - 1) / n},
+                                 {image.crop_y / n, (image.crop_y + image.out_height - 1) / n}};
+  };
+  // Sized once: 64 FHD images list 98,000 tasks (3.9 MB), whose growth by doubling page-faulted
+  // through twice that and was most of a batch's planning.
+  size_t tasks = 0, patches_listed = 0;
+  for (const BatchImage& image : plan.images) {
+    const auto [cols, rows] = window_patches(image);
+    const size_t n = size_t{cols.end - cols.begin + 1} * (rows.end - rows.begin + 1);
+    patches_listed += n;
+    tasks += n * image.channels;
+  }
+  plan.tasks.reserve(tasks);
+  plan.patch_first_task.reserve(patches_listed);
   for (size_t i = 0; i < plan.images.size(); ++i) {
     const BatchImage& image = plan.images[i];
     const uint8_t* file = files[i].data();
@@ -134,12 +154,9 @@ BatchPlan plan_batch(std::span<const ByteSpan> files, const DecodeOptions& optio
       channel_start[c] = start;
       start += get_u32(table + kTableEntryBytes * (c * patches + patches - 1));
     }
-    // Patch columns and rows that the window [crop, crop + out) touches.
-    const uint32_t col_begin = image.crop_x / n, col_end = (image.crop_x + image.out_width - 1) / n;
-    const uint32_t row_begin = image.crop_y / n,
-                   row_end = (image.crop_y + image.out_height - 1) / n;
-    for (uint32_t row = row_begin; row <= row_end; ++row) {
-      for (uint32_t col = col_begin; col <= col_end; ++col) {
+    const auto [cols, rows] = window_patches(image);
+    for (uint32_t row = rows.begin; row <= rows.end; ++row) {
+      for (uint32_t col = cols.begin; col <= cols.end; ++col) {
         const size_t p = size_t{row} * px + col;
         const uint32_t x0 = col * n, y0 = row * n;
         plan.patch_first_task.push_back(plan.tasks.size());

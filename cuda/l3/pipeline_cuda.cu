@@ -43,11 +43,7 @@ void stage_files(const l3::BatchPlan& plan, const uint8_t* const* files, uint8_t
   const size_t pieces = (plan.input_bytes + kStagePiece - 1) / kStagePiece;
   const unsigned threads =
       static_cast<unsigned>(std::min<size_t>(pieces, std::min(hardware_threads(), kStageThreads)));
-  if (threads <= 1) {
-    for (size_t i = 0; i < plan.images.size(); ++i)
-      std::memcpy(dst + plan.images[i].src, files[i], plan.images[i].file_bytes);
-    return;
-  }
+  // One path for every batch (a batch of one piece runs on the calling thread).
   parallel_for(pieces, threads, [&](size_t piece) {
     const uint64_t lo = piece * kStagePiece,
                    hi = std::min<uint64_t>(lo + kStagePiece, plan.input_bytes);

@@ -27,6 +27,7 @@ DecodeArgs decode_args(const l3::BatchPlan& plan, const uint8_t* in, const uint8
   const WorkLayout layout = work_layout(plan);
   DecodeArgs args{};
   args.in = in;
+  args.in_end = in + plan.input_bytes;
   args.tasks = reinterpret_cast<const l3::PatchTask*>(work + layout.tasks);
   args.patch_first = reinterpret_cast<const uint64_t*>(work + layout.patch_first);
   args.images = reinterpret_cast<const l3::BatchImage*>(work + layout.images);

@@ -73,10 +73,13 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr uint32_t kPixels = kPixelsPerThread;
 constexpr int kMaxThreads = static_cast<int>(l3::kMaxPatch / kPixels);
 constexpr int kMaxWarps = kMaxThreads / 32;
+/// Two pixels per thread, and the planes a word at a time (decode_kernel.hpp).
+constexpr bool kWordPlanes = DLPREP_L3_CUDA_WORD_PLANES && kPixels == 2;
 /// Warp-patch blocks per SM the compiler must fit: 36 warps, 56 registers a thread. Left to
 /// itself it took up to 64 registers (32 warps) and spilled in some builds; the block kernel's
 /// occupancy is held by the SM's block limit for FHD's one-warp blocks, so it keeps its bound.
-constexpr int kWarpMinBlocks = 36 / static_cast<int>(kWarpsPerBlock);
+/// kWordPlanes needs 64 (32 warps): at 56 ptxas spilled 108-160 bytes a thread.
+constexpr int kWarpMinBlocks = (kWordPlanes ? 32 : 36) / static_cast<int>(kWarpsPerBlock);
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFullMask, v, d);
@@ -106,7 +109,7 @@ __device__ uint32_t block_inclusive_scan(uint32_t v, uint32_t* warp_sums) {
   return v + prefix;
 }
 
-#if DLPREP_L3_CUDA_WORD_CHECKSUM
+#if DLPREP_L3_CUDA_WORD_CHECKSUM || DLPREP_L3_CUDA_WORD_PLANES
 /// The 4 bytes at q, 4-byte aligned.
 __device__ __forceinline__ uint32_t aligned_word(const uint8_t* q) {
 #if defined(__CUDA_ARCH__)
@@ -189,15 +192,55 @@ __device__ __forceinline__ uint32_t plane_bits(const uint8_t* plane_byte, uint32
 static_assert(l3::kMaxWidth == 8, "group_residuals has a case per width");
 #endif
 
+#if DLPREP_L3_CUDA_WORD_PLANES
+/// kWordPlanes: the bits of a group's `width` planes at q for pixels j and j + 1 (j even), pixel
+/// i's in byte i, from the aligned words that hold the planes: a word is two planes (or straddles
+/// two words: a funnel shift), and one shift and mask take both pixels' bits of both planes.
+/// Pair m leaves plane 2m's bits at bits 2m (pixel 0) and 2m + 1 (pixel 1) of `both`, and plane
+/// 2m + 1's at bits 16 + 2m and 17 + 2m; the last two lines put plane k's bit at bit k of each
+/// pixel's byte. Reads only the aligned words that hold bytes of [q, q + 2 width).
+__device__ __forceinline__ uint32_t word_plane_bits(const uint8_t* q, uint32_t width, uint32_t j) {
+  if (width == 0) return 0;
+  const uint32_t skew = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(q)) & 3u;
+  const uint8_t* const first = q - skew;
+  const uint32_t words = (skew + 2 * width + 3) / 4;
+  uint32_t both = 0, low = aligned_word(first);
+#pragma unroll
+  for (uint32_t m = 0; m < l3::kMaxWidth / 2; ++m) {
+    if (2 * m >= width) break;
+    const uint32_t high = m + 1 < words ? aligned_word(first + 4 * (m + 1)) : 0u;
+    both |= ((__funnelshift_r(low, high, 8 * skew) >> j) & 0x00030003u) << (2 * m);
+    low = high;
+  }
+  // An odd width's last pair: its second plane (bits 16 + width - 1, 16 + width) is the bytes
+  // after the group's.
+  both &= ~(((width & 1u) * 0x3u) << (15 + width));
+  const uint32_t pixel0 = (both & 0x55u) | ((both >> 15) & 0xAAu);
+  const uint32_t pixel1 = ((both >> 1) & 0x55u) | ((both >> 16) & 0xAAu);
+  return pixel0 | pixel1 << 8;
+}
+#endif
+
 /// The residuals of pixel columns x .. x + kPixels - 1 (one thread's, all in one group) of one
 /// plane: bit x mod 16 (and the next ones) of each of the group's bit planes, plus its base;
-/// `payload` is the group's payload (base, then the planes).
+/// `payload` is the group's payload (base, then the planes). kWordPlanes: `words` says that
+/// the aligned words around the planes lie in the batch input (word_plane_bits reads them).
 __device__ __forceinline__ void group_residuals(uint32_t code, const uint8_t* payload, uint32_t x,
+                                                [[maybe_unused]] bool words,
                                                 uint8_t (&residual)[kPixels]) {
   const uint32_t width = l3::code_width(code), j = x % l3::kGroupPixels;
   const uint8_t* q = payload;
   uint8_t base = l3::implicit_base(width);
   if (l3::code_explicit(code)) base = *q++;
+#if DLPREP_L3_CUDA_WORD_PLANES
+  if (kWordPlanes && words) {
+    const uint32_t bits = word_plane_bits(q, width, j);
+#pragma unroll
+    for (uint32_t i = 0; i < kPixels; ++i)
+      residual[i] = static_cast<uint8_t>((bits >> (8 * i)) + base);
+    return;
+  }
+#endif
   // Bit j of a 16-bit little-endian plane is bit j % 8 of its byte j / 8: one byte load per
   // plane, not two.
   const uint8_t* const plane_byte = q + j / 8;
@@ -345,6 +388,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
   // 1. The checks and group offsets, channel by channel (`channels` is the same for the whole
   // block or warp, so the barriers inside are reached by every thread).
   const uint8_t* patch[4] = {};
+  uint32_t word_planes = 0;  // kWordPlanes: bit c, channel c's planes may be read as words
 #pragma unroll
   for (uint32_t c = 0; c < 4; ++c) {
     if (c >= channels) break;
@@ -352,6 +396,13 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     const uint8_t* const p = a.in + t.src;
     patch[c] = p;
     const uint32_t n = t.bytes;
+    if constexpr (kWordPlanes) {  // the patch's aligned words lie in the input (not at its ends)
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{3};
+      const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + 3) & ~uintptr_t{3};
+      if (begin >= reinterpret_cast<uintptr_t>(a.in) &&
+          end <= reinterpret_cast<uintptr_t>(a.in_end))
+        word_planes |= 1u << c;
+    }
     // Step 8: A = 1 + sum b[i], B = n + sum (n - i) b[i] (mod 65521), as man/dlprep-l3.5
     // "CHECKSUM" writes it. 64-bit partial sums cannot overflow: n < 2^17.
     unsigned long long sa = 0, sb = 0;
@@ -477,7 +528,8 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
       if (active) {
         const uint32_t g = y * gpr + x0 / l3::kGroupPixels;
         const uint32_t code = width_code_at(width_codes, g);
-        group_residuals(code, p + head + group_offset[c * a.max_groups + g], x0, residual);
+        group_residuals(code, p + head + group_offset[c * a.max_groups + g], x0,
+                        (word_planes >> c) & 1u, residual);
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i)
           if (!column[i]) residual[i] = 0;

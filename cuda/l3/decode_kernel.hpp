@@ -39,6 +39,7 @@ void pack_work(const l3::BatchPlan& plan, uint8_t* dst);
 /// The kernel's arguments, by value.
 struct DecodeArgs {
   const uint8_t* in;             // the batch input (files back to back)
+  const uint8_t* in_end;         // its end: no read goes past it, nor before `in`
   const l3::PatchTask* tasks;    // plan.tasks
   const uint64_t* patch_first;   // plan.patch_first_task (offset to this launch's first)
   const l3::BatchImage* images;  // plan.images
@@ -106,6 +107,12 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 /// `upl`): the plane loop of decode_kernel.cuh's group_residuals unrolled per width.
 #ifndef DLPREP_L3_CUDA_UNROLLED_PLANES
 #define DLPREP_L3_CUDA_UNROLLED_PLANES 0
+#endif
+/// A tuning build not yet timed (DLPREP_L3_CUDA_WORD_PLANES=1, `wpl`): with two pixels per
+/// thread, a group's planes read 4 aligned bytes (two planes) at a time and their bits gathered
+/// for both pixels at once, instead of a byte load and its bit arithmetic per plane.
+#ifndef DLPREP_L3_CUDA_WORD_PLANES
+#define DLPREP_L3_CUDA_WORD_PLANES 0
 #endif
 inline constexpr bool kWarpPatches = DLPREP_L3_CUDA_WARP_PATCHES != 0;
 inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;

@@ -47,9 +47,10 @@
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
 #   (NAME:DEFINITION[,...] each: "upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1
-#   old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,DLPREP_L3_CUDA_LAYOUT_KERNELS=0,(wl's two)
-#   wl:DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0"; also any one of the four
-#   =0, and DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH (64,256), FROM_SOURCE=1 (build here even
+#   wpl:DLPREP_L3_CUDA_WORD_PLANES=1 old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,
+#   DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0";
+#   also any one of the four =0, and DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH
+#   (64,256), FROM_SOURCE=1 (build here even
 #   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
 #   SET (carry/l3bench).
 # The build machine runs the step `prebuild` (make_gpu_carry.sh, with PREBUILD_DIR): the build
@@ -66,13 +67,14 @@ export ARCH=${ARCH:-90} BATCH=${BATCH:-1,16,64,256} REPEATS=${REPEATS:-10}
 export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-100}
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 # The default kernel has the four paths of decode_kernel.hpp on (2026-11-29: 249-259 GB/s against
-# 200-207 for all four off). upl (the plane loop unrolled per width), the likeliest next default,
-# first; old (all four off, the kernel of the sessions before) against the default confirms the
-# gain; wl (the word checksum and the layout kernels alone) says whether the warp per patch and
-# the row codes still pay on top of them.
+# 200-207 for all four off). The two leads on the plane-bit extraction (30% of the stall
+# samples) first: upl (the plane loop unrolled per width), wpl (the planes a word at a time, 64
+# registers); old (all four off, the kernel of the sessions before) against the default confirms
+# the gain in the same step.
 export L3_VARIANTS=${L3_VARIANTS:-upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1 \
+wpl:DLPREP_L3_CUDA_WORD_PLANES=1 \
 old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,\
-DLPREP_L3_CUDA_ROW_CODES=0 wl:DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0} \
+DLPREP_L3_CUDA_ROW_CODES=0} \
   TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay dlprep_l3_shared)

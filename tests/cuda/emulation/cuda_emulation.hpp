@@ -123,6 +123,10 @@ inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
   for (int k = 0; k < 32; k += 8) c += ((a >> k) & 0xFFu) * ((b >> k) & 0xFFu);
   return c;
 }
+/// The low 32 bits of hi:lo shifted right by shift & 31 (CUDA's wrapping funnel shift).
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>(((uint64_t{hi} << 32) | lo) >> (shift & 31u));
+}
 inline unsigned __float_as_uint(float f) {
   unsigned u;
   std::memcpy(&u, &f, sizeof u);

@@ -303,3 +303,14 @@ TEST_CASE("built-ins outside a kernel and impossible launches are errors") {
   CHECK_THROWS_AS(emu::launch(dim3{1}, dim3{2048}, 0, [] {}), std::logic_error);
   CHECK_THROWS_AS(emu::launch(dim3{0}, dim3{32}, 0, [] {}), std::logic_error);
 }
+
+TEST_CASE("the integer built-ins compute what CUDA documents") {
+  // dp4a: the sum of the byte products, plus c.
+  CHECK(__dp4a(0x01020304u, 0x01010101u, 5u) == 15u);
+  CHECK(__dp4a(0xFFFFFFFFu, 0x03020100u, 0u) == 255u * 6u);
+  // The funnel shift wraps its amount at 32, as __funnelshift_r does (__funnelshift_rc clamps).
+  CHECK(__funnelshift_r(0x89ABCDEFu, 0x01234567u, 0u) == 0x89ABCDEFu);
+  CHECK(__funnelshift_r(0x89ABCDEFu, 0x01234567u, 8u) == 0x6789ABCDu);
+  CHECK(__funnelshift_r(0x89ABCDEFu, 0x01234567u, 24u) == 0x23456789u);
+  CHECK(__funnelshift_r(0x89ABCDEFu, 0x01234567u, 40u) == 0x6789ABCDu);
+}

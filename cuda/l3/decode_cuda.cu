@@ -58,10 +58,18 @@ LaunchShape launch_shape(const l3::BatchPlan& plan) {
   s.offsets = (plan.max_channels * plan.max_groups + 1) & ~1u;
   s.row_codes = kRowCodes ? (plan.max_patch_height + 1) & ~1u : 0u;  // at most 256 rows: 512 B
   const size_t patch_bytes = size_t{s.offsets + s.row_codes} * sizeof(uint16_t);
-  s.warp_patches = kWarpPatches && plan.max_patch_width <= kWarpPatchWidth &&
-                   kWarpsPerBlock * patch_bytes <= size_t{48} << 10;
-  s.threads = s.warp_patches ? 32 * kWarpsPerBlock : block_threads(plan.max_patch_width);
-  s.shared = (s.warp_patches ? kWarpsPerBlock : 1) * patch_bytes;
+  // The fewest lanes per patch that hold the widest patch (half a warp only in that tuning
+  // build), if the block's patches' offsets fit.
+  for (const unsigned lanes : {16u, 32u}) {
+    if (!kWarpPatches || (lanes == 16 && !kHalfWarpPatches)) continue;
+    if (plan.max_patch_width <= lanes * kPixelsPerThread &&
+        patches_per_block(lanes) * patch_bytes <= size_t{48} << 10) {
+      s.lanes = lanes;
+      break;
+    }
+  }
+  s.threads = s.lanes != 0 ? 32 * kWarpsPerBlock : block_threads(plan.max_patch_width);
+  s.shared = patches_per_block(s.lanes) * patch_bytes;
   return s;
 }
 

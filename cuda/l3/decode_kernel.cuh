@@ -4,8 +4,9 @@
 //
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
-// per listed patch (all its channels), or one warp where every patch fits one (kWarpPatches: then
-// the block-wide steps below are warp-wide, and the row above is in registers), and one thread per
+// per listed patch (all its channels), or one warp where every patch fits one (kLanes 32, or
+// half a warp with kLanes 16: then the block-wide steps below are warp-wide, and the row above
+// is in registers), and one thread per
 // kPixelsPerThread pixel columns of the patch (blockDim = block_threads() of the widest patch of
 // the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
@@ -43,8 +44,10 @@
 // the window test and element index split into a part per thread and a part per row), a warp per
 // patch where every patch fits one (DLPREP_L3_CUDA_WARP_PATCHES: several patches per block, no
 // barrier, the row above in registers), and the rows' predictor codes unpacked into shared memory
-// in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Still open: several patches per warp for 8..32-pixel
-// patches, where most of a warp idles; packing a pixel's channels into one store for nhwc-u8.
+// in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Built, not yet timed: half a warp per patch of up to 32
+// pixels (DLPREP_L3_CUDA_HALF_WARP_PATCHES), where a warp per patch leaves half of each warp
+// idle. Still open: four patches per warp for 8..16-pixel patches; packing a pixel's channels
+// into one store for nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -81,16 +84,22 @@ constexpr bool kWordPlanes = DLPREP_L3_CUDA_WORD_PLANES && kPixels == 2;
 /// kWordPlanes needs 64 (32 warps): at 56 ptxas spilled 108-160 bytes a thread.
 constexpr int kWarpMinBlocks = (kWordPlanes ? 32 : 36) / static_cast<int>(kWarpsPerBlock);
 
-__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_down_sync(kFullMask, v, d);
+/// The sum over the kLanes lanes of this thread's part of the warp (a whole warp, or a half:
+/// `mask` its lanes), in the part's first lane; every lane of the part must call it.
+template <unsigned kLanes = 32>
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v,
+                                                       unsigned mask = kFullMask) {
+  for (unsigned d = kLanes / 2; d > 0; d >>= 1) v += __shfl_down_sync(mask, v, d, kLanes);
   return v;
 }
 
-/// Inclusive prefix sum over the warp; every lane must call it.
-__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v) {
-  const unsigned lane = threadIdx.x & 31u;
-  for (unsigned d = 1; d < 32; d <<= 1) {
-    const uint32_t n = __shfl_up_sync(kFullMask, v, d);
+/// Inclusive prefix sum over the kLanes lanes of this thread's part of the warp (`mask` its
+/// lanes); every lane of the part must call it.
+template <unsigned kLanes = 32>
+__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, unsigned mask = kFullMask) {
+  const unsigned lane = threadIdx.x & (kLanes - 1);
+  for (unsigned d = 1; d < kLanes; d <<= 1) {
+    const uint32_t n = __shfl_up_sync(mask, v, d, kLanes);
     if (lane >= d) v += n;
   }
   return v;
@@ -349,14 +358,20 @@ __device__ __forceinline__ uint8_t patch_verdict(unsigned long long ta, unsigned
   return l3::kPatchOk;
 }
 
-/// kWarpPatches: each warp decodes a patch of its own (patches at most kWarpPatchWidth wide), warp
-/// k of block b the patch at patch_first[kWarpsPerBlock b + k]: no block barrier, the row above
-/// in registers (shuffled to the neighbours), scans and reductions within the warp. Otherwise the
-/// whole block decodes the patch at patch_first[blockIdx.x].
-template <int kLayout, bool kWarpPatches>
-__global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThreads,
-                                  kWarpPatches ? kWarpMinBlocks : 0)
+/// kLanes 32 (WARP_PATCHES): each warp decodes a patch of its own (patches at most
+/// 32 kPixels wide), warp k of block b the patch at patch_first[kWarpsPerBlock b + k]: no
+/// block barrier, the row above in registers (shuffled to the neighbours), scans and reductions
+/// within the warp. kLanes 16 (HALF_WARP_PATCHES): the same with each half of a warp on a patch
+/// of its own (at most half as wide), its shuffles masked to its half, so that the halves may
+/// diverge. kLanes 0: the whole block decodes the patch at patch_first[blockIdx.x].
+template <int kLayout, unsigned kLanes>
+__global__ void __launch_bounds__(kLanes != 0 ? 32 * kWarpsPerBlock : kMaxThreads,
+                                  kLanes != 0 ? kWarpMinBlocks : 0)
     decode_patches_kernel(const DecodeArgs a) {
+  static_assert(kLanes == 0 || kLanes == 16 || kLanes == 32, "a block, a warp or half a warp");
+  constexpr bool kWarp = kLanes != 0;
+  constexpr unsigned kPartLanes = kWarp ? kLanes : 32u;  // the lanes of a warp-level scan
+  constexpr unsigned kPatchesPerBlock = kWarp ? kWarpsPerBlock * 32 / kLanes : 1u;
   // Payload offset of each group of each channel (exclusive scan), max_groups apart; a.offsets
   // per patch. 16 bits suffice: a group's payload is at most 16 bytes and a patch has at most
   // 4096 groups, so an offset (the bytes of the groups before it) is at most 4095 x 16 = 65520.
@@ -367,20 +382,21 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
   __shared__ uint32_t payload_total;
   __shared__ uint8_t verdict;
 
-  const unsigned warp = kWarpPatches ? threadIdx.x >> 5 : 0u;
-  const uint64_t slot = kWarpPatches ? uint64_t{blockIdx.x} * kWarpsPerBlock + warp : blockIdx.x;
-  if (kWarpPatches && slot >= a.patches) return;  // the last block's spare warps
-  uint16_t* const group_offset = group_offsets + size_t{warp} * a.offsets;
+  const unsigned part = kWarp ? threadIdx.x / kLanes : 0u;  // the block's patch of this thread
+  // kWarp: this thread's part of the warp, for the shuffles.
+  const unsigned mask = kLanes == 16 ? 0xFFFFu << (threadIdx.x & 16u) : kFullMask;
+  const uint64_t slot = kWarp ? uint64_t{blockIdx.x} * kPatchesPerBlock + part : blockIdx.x;
+  if (kWarp && slot >= a.patches) return;  // the last block's spare warps (or halves)
+  uint16_t* const group_offset = group_offsets + size_t{part} * a.offsets;
   // kRowCodes: row y's predictor codes, channel c's at bit 3c, after every patch's offsets.
-  uint16_t* const row_codes = group_offsets +
-                              size_t{kWarpPatches ? kWarpsPerBlock : 1u} * a.offsets +
-                              size_t{warp} * a.row_codes;
+  uint16_t* const row_codes =
+      group_offsets + size_t{kPatchesPerBlock} * a.offsets + size_t{part} * a.row_codes;
   const uint64_t first = a.patch_first[slot];
   const l3::PatchTask t0 = a.tasks[first];
   const l3::BatchImage image = a.images[t0.image];
   const uint32_t w = t0.width, h = t0.height, channels = t0.channels;
-  const unsigned tid = kWarpPatches ? threadIdx.x & 31u : threadIdx.x;
-  const unsigned threads = kWarpPatches ? 32u : blockDim.x;
+  const unsigned tid = kWarp ? threadIdx.x & (kLanes - 1) : threadIdx.x;
+  const unsigned threads = kWarp ? kLanes : blockDim.x;
   const uint32_t gpr = l3::groups_per_row(w), groups = gpr * h;
   const uint32_t head = l3::patch_head_bytes(w, h);
   const uint32_t predictor_bits = (h - 1) * l3::kPredictorBits;
@@ -407,13 +423,13 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     // "CHECKSUM" writes it. 64-bit partial sums cannot overflow: n < 2^17.
     unsigned long long sa = 0, sb = 0;
     patch_sums(p, n, tid, threads, sa, sb);
-    sa = warp_sum(sa);
-    sb = warp_sum(sb);
+    sa = warp_sum<kPartLanes>(sa, mask);
+    sb = warp_sum<kPartLanes>(sb, mask);
     const uint8_t* const width_codes = p + 1 + l3::predictor_bytes(h);
     uint8_t v;
-    if constexpr (kWarpPatches) {  // lane 0 holds the totals
+    if constexpr (kWarp) {  // the part's lane 0 holds the totals
       v = tid == 0 ? patch_verdict(sa, sb, t, p, width_codes, groups, predictor_bits) : 0;
-      v = static_cast<uint8_t>(__shfl_sync(kFullMask, uint32_t{v}, 0));
+      v = static_cast<uint8_t>(__shfl_sync(mask, uint32_t{v}, 0, kPartLanes));
     } else {
       if ((tid & 31u) == 0) {
         part_a[tid >> 5] = sa;
@@ -454,17 +470,17 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     uint32_t run_bytes = 0;
     for (uint32_t g = g_begin; g < g_end; ++g)
       run_bytes += l3::code_bytes(width_code_at(width_codes, g));
-    const uint32_t run_end =
-        kWarpPatches ? warp_inclusive_scan(run_bytes) : block_inclusive_scan(run_bytes, warp_sums);
+    const uint32_t run_end = kWarp ? warp_inclusive_scan<kPartLanes>(run_bytes, mask)
+                                   : block_inclusive_scan(run_bytes, warp_sums);
     uint32_t offset = run_end - run_bytes;
     for (uint32_t g = g_begin; g < g_end; ++g) {
       offsets[g] = static_cast<uint16_t>(offset);
       offset += l3::code_bytes(width_code_at(width_codes, g));
     }
     uint32_t total;
-    if constexpr (kWarpPatches) {
-      total = __shfl_sync(kFullMask, run_end, 31);
-      __syncwarp();  // the offsets, for the rows
+    if constexpr (kWarp) {
+      total = __shfl_sync(mask, run_end, kPartLanes - 1, kPartLanes);
+      __syncwarp(mask);  // the offsets, for the rows
     } else {
       if (tid == threads - 1) payload_total = run_end;
       __syncthreads();
@@ -505,16 +521,16 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     }
     plane = l3::channel_stride(layout, image.out_width, image.out_height);
   }
-  // kWarpPatches: the thread's pixels of the row above (channel c in byte c), and the pixels
-  // beside them, of the neighbouring lanes.
+  // kWarp: the thread's pixels of the row above (channel c in byte c), and the pixels beside
+  // them, of the neighbouring lanes.
   uint32_t up[kPixels] = {}, up_left = 0, up_right = 0;
   for (uint32_t y = 0; y < h; ++y) {
     const unsigned cur = y & 1u, prev = cur ^ 1u;
-    if constexpr (kWarpPatches) {
-      // Lane 0's left and lane 31's right neighbour are its own pixels, never used: x = 0 and
-      // x = 32 kPixels - 1 >= w - 1 take T (border rule).
-      up_left = __shfl_up_sync(kFullMask, up[kPixels - 1], 1);
-      up_right = __shfl_down_sync(kFullMask, up[0], 1);
+    if constexpr (kWarp) {
+      // The part's first lane's left and last lane's right neighbour are its own pixels, never
+      // used: x = 0 and x = kLanes kPixels - 1 >= w - 1 take T (border rule).
+      up_left = __shfl_up_sync(mask, up[kPixels - 1], 1, kPartLanes);
+      up_right = __shfl_down_sync(mask, up[0], 1, kPartLanes);
     }
     uint8_t v[kPixels][4] = {};
     const uint32_t row_code = kRowCodes && y > 0 ? row_codes[y] : 0u;
@@ -539,8 +555,8 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
         uint32_t sum = 0;
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i) sum += residual[i];
-        const uint32_t scan =
-            kWarpPatches ? warp_inclusive_scan(sum) : block_inclusive_scan(sum, warp_sums);
+        const uint32_t scan = kWarp ? warp_inclusive_scan<kPartLanes>(sum, mask)
+                                    : block_inclusive_scan(sum, warp_sums);
         uint8_t last = static_cast<uint8_t>(p[0] + scan);
 #pragma unroll
         for (uint32_t i = kPixels; i-- > 0;) {
@@ -556,7 +572,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
 #pragma unroll
         for (uint32_t i = 0; i < kPixels; ++i) {
           const uint32_t x = x0 + i;
-          if constexpr (kWarpPatches) {
+          if constexpr (kWarp) {
             // A column past the edge is computed from whatever is there, never stored or used.
             const uint32_t s = 8 * c;
             t[i] = static_cast<uint8_t>(up[i] >> s);
@@ -576,7 +592,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
           v[i][c] = static_cast<uint8_t>(predicted[i] + residual[i]);
       }
     }
-    if constexpr (kWarpPatches) {
+    if constexpr (kWarp) {
 #pragma unroll
       for (uint32_t i = 0; i < kPixels; ++i)  // the planes as stored, for the next row
         up[i] =
@@ -590,7 +606,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     for (uint32_t i = 0; i < kPixels; ++i) {
       if (!column[i]) break;  // the columns in the patch come first
       const uint32_t x = x0 + i;
-      if constexpr (!kWarpPatches) {
+      if constexpr (!kWarp) {
 #pragma unroll
         for (uint32_t c = 0; c < 4; ++c)
           if (c < channels) above[cur][c][x] = v[i][c];  // the planes as stored, for the next row
@@ -620,7 +636,7 @@ __global__ void __launch_bounds__(kWarpPatches ? 32 * kWarpsPerBlock : kMaxThrea
     }
     // Row y is complete in above[cur] before row y + 1 reads it, and every read of above[prev]
     // (row y - 1) is done before row y + 1 overwrites that buffer. A warp's shuffles order it.
-    if constexpr (!kWarpPatches) __syncthreads();
+    if constexpr (!kWarp) __syncthreads();
   }
 }
 

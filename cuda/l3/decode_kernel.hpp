@@ -83,7 +83,7 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 /// gain is the checksum a word at a time and the kernel per layout.
 /// - WORD_CHECKSUM: pass 1 sums the patch 4 aligned bytes at a time by two dp4a.
 /// - LAYOUT_KERNELS: a kernel per output layout, no layout branch per element (decode_launch.cu).
-/// - WARP_PATCHES: when no patch of a batch is wider than a warp's columns (kWarpPatchWidth:
+/// - WARP_PATCHES: when no patch of a batch is wider than a warp's columns (32 kPixelsPerThread:
 ///   FHD's 64-pixel patches at 2 pixels per thread), each warp decodes a patch of its own,
 ///   kWarpsPerBlock to a block. Blocks of one warp held FHD at 32 warps per SM (the SM's block
 ///   limit) and paid a block barrier per row; a warp needs neither the barrier nor shared memory
@@ -108,6 +108,13 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 #ifndef DLPREP_L3_CUDA_UNROLLED_PLANES
 #define DLPREP_L3_CUDA_UNROLLED_PLANES 0
 #endif
+/// A tuning build not yet timed (DLPREP_L3_CUDA_HALF_WARP_PATCHES=1, `hwp`): with WARP_PATCHES,
+/// each half of a warp decodes a patch of its own when no patch of the batch is wider than half
+/// a warp's columns (32-pixel patches at two pixels per thread: the encoder's choice up to 1280 x
+/// 720, where a warp per patch leaves half of each warp idle).
+#ifndef DLPREP_L3_CUDA_HALF_WARP_PATCHES
+#define DLPREP_L3_CUDA_HALF_WARP_PATCHES 0
+#endif
 /// A tuning build not yet timed (DLPREP_L3_CUDA_WORD_PLANES=1, `wpl`): with two pixels per
 /// thread, a group's planes read 4 aligned bytes (two planes) at a time and their bits gathered
 /// for both pixels at once, instead of a byte load and its bit arithmetic per plane.
@@ -115,22 +122,27 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 #define DLPREP_L3_CUDA_WORD_PLANES 0
 #endif
 inline constexpr bool kWarpPatches = DLPREP_L3_CUDA_WARP_PATCHES != 0;
-inline constexpr uint32_t kWarpPatchWidth = 32 * kPixelsPerThread;
+inline constexpr bool kHalfWarpPatches = kWarpPatches && DLPREP_L3_CUDA_HALF_WARP_PATCHES != 0;
 
 inline constexpr bool kRowCodes = DLPREP_L3_CUDA_ROW_CODES != 0;
 inline constexpr uint32_t kWarpsPerBlock =
     l3::kMaxPatch / kPixelsPerThread / 32 < 4 ? l3::kMaxPatch / kPixelsPerThread / 32 : 4;
 
-/// How the kernel is launched for a plan: a block per listed patch, or with warp_patches a warp
-/// per patch and kWarpsPerBlock patches per block.
+/// How the kernel is launched for a plan: a block per listed patch, or `lanes` lanes of a warp
+/// per patch (32 or 16) and kWarpsPerBlock warps per block.
 struct LaunchShape {
   size_t patches = 0;
-  bool warp_patches = false;
+  unsigned lanes = 0;    ///< 0: a block per patch
   unsigned threads = 0;  ///< block_threads() of the widest patch, or kWarpsPerBlock warps
   uint32_t offsets = 0;  ///< group offsets of a patch (every channel's), an even number
   uint32_t row_codes = 0;  ///< kRowCodes: a patch's row-code words (its rows, rounded up to even)
   size_t shared = 0;  ///< dynamic shared bytes: the block's patches' group offsets, then row codes
 };
+
+/// Patches a block decodes with `lanes` lanes of a warp each (0: the whole block's one).
+inline size_t patches_per_block(unsigned lanes) {
+  return lanes == 0 ? 1 : kWarpsPerBlock * 32 / lanes;
+}
 
 /// Queues on `stream`: zeroing of the statuses and the failure flag, `kernel_start` (so that the
 /// timings' kernel span leaves the memsets out), then the decode kernel(s) over every listed patch.

@@ -15,37 +15,41 @@ namespace {
 
 using Kernel = void (*)(DecodeArgs);
 
-template <bool kWarp>
+template <unsigned kLanes>
 Kernel kernel_for(l3::OutputLayout layout) {
   // The kernel compiled once per output layout (decode_kernel.hpp), unless a tuning build asks
   // for one kernel that branches on the layout.
 #if DLPREP_L3_CUDA_LAYOUT_KERNELS
   switch (layout) {
     case l3::OutputLayout::nhwc_u8:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nhwc_u8), kWarp>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nhwc_u8), kLanes>;
     case l3::OutputLayout::nchw_f32:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f32), kWarp>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f32), kLanes>;
     case l3::OutputLayout::nchw_f16:
-      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16), kWarp>;
+      return &decode_patches_kernel<static_cast<int>(l3::OutputLayout::nchw_f16), kLanes>;
   }
   throw Error(Errc::internal, "l3 decode: unknown output layout");
 #else
   (void)layout;
-  return &decode_patches_kernel<kAnyLayout, kWarp>;
+  return &decode_patches_kernel<kAnyLayout, kLanes>;
 #endif
 }
 
 Kernel kernel_for(const LaunchShape& shape, l3::OutputLayout layout) {
-  if constexpr (kWarpPatches)
-    if (shape.warp_patches) return kernel_for<true>(layout);
-  return kernel_for<false>(layout);
+#if DLPREP_L3_CUDA_WARP_PATCHES
+  if (shape.lanes == 32) return kernel_for<32>(layout);
+#if DLPREP_L3_CUDA_HALF_WARP_PATCHES
+  if (shape.lanes == 16) return kernel_for<16>(layout);
+#endif
+#endif
+  return kernel_for<0>(layout);
 }
 
 }  // namespace
 
 void launch_decode_kernel(const LaunchShape& shape, const DecodeArgs& args, cudaStream_t stream) {
   const Kernel kernel = kernel_for(shape, args.layout);
-  const size_t per_block = shape.warp_patches ? kWarpsPerBlock : 1;
+  const size_t per_block = patches_per_block(shape.lanes);
   const size_t per_launch = size_t{INT_MAX} * per_block;
   for (size_t first = 0; first < shape.patches; first += per_launch) {
     DecodeArgs part = args;

@@ -47,9 +47,10 @@
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
 #   (NAME:DEFINITION[,...] each: "upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1
-#   wpl:DLPREP_L3_CUDA_WORD_PLANES=1 old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,
-#   DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0";
-#   also any one of the four =0, and DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH
+#   wpl:DLPREP_L3_CUDA_WORD_PLANES=1 hwp:DLPREP_L3_CUDA_HALF_WARP_PATCHES=1"; also any one of
+#   the four paths =0, e.g. the previous default "old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,
+#   DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0",
+#   and DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH
 #   (64,256), FROM_SOURCE=1 (build here even
 #   when carry/prebuilt matches); a dry run without a GPU: DEVICE=cpu (l3-bench's --device) and
 #   SET (carry/l3bench).
@@ -68,13 +69,11 @@ export ROWS=${ROWS:-10000000} MODULI=${MODULI:-5000} SAN_TIMEOUT=${SAN_TIMEOUT:-
 export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 # The default kernel has the four paths of decode_kernel.hpp on (2026-11-29: 249-259 GB/s against
 # 200-207 for all four off). The two leads on the plane-bit extraction (30% of the stall
-# samples) first: upl (the plane loop unrolled per width), wpl (the planes a word at a time, 64
-# registers); old (all four off, the kernel of the sessions before) against the default confirms
-# the gain in the same step.
+# samples): upl (the plane loop unrolled per width), wpl (the planes a word at a time, 64
+# registers); and hwp (half a warp per patch of up to 32 pixels), which only the set with
+# 32-pixel patches can show (l3-tune times every build on both sets).
 export L3_VARIANTS=${L3_VARIANTS:-upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1 \
-wpl:DLPREP_L3_CUDA_WORD_PLANES=1 \
-old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,\
-DLPREP_L3_CUDA_ROW_CODES=0} \
+wpl:DLPREP_L3_CUDA_WORD_PLANES=1 hwp:DLPREP_L3_CUDA_HALF_WARP_PATCHES=1} \
   TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay dlprep_l3_shared)
@@ -318,8 +317,25 @@ step_l3-bench() {
 # through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
 # same step, device-resident and end to end (the benchmark checks its output first); last,
 # compute-sanitizer on each one's suite.
+# The FHD set encoded again with 32-pixel patches (the encoder's choice up to 1280 x 720, where a
+# warp per patch leaves half of each warp idle), made here from the carried L3 files, once:
+# carry/ has no room for another set.
+SET32=$B-sets/fhd32
+make_set32() {
+  [[ -d $SET32 ]] && return 0
+  local ppm=$B-sets/ppm
+  rm -rf "$ppm" "$SET32.tmp"
+  "$B/dlprep" -q l3 decode "$SET/fhd" -o "$ppm/" --to ppm &&
+    "$B/dlprep" -q l3 encode --patch 32 "$ppm/" -o "$SET32.tmp/" && mv "$SET32.tmp" "$SET32"
+  local rc=$?
+  rm -rf "$ppm"
+  note "l3-tune: the FHD set with 32-pixel patches in $SET32: exit $rc"
+  return "$rc"
+}
+
 step_l3-tune() {
   ensure_built || return 1
+  make_set32
   local v rc=0 builds=("$B")
   for v in $L3_VARIANTS; do
     if [[ -x $B-${v%%:*}/tests/cuda/l3_decode_cuda_test ]] || build_tune_variant "$v"; then
@@ -342,6 +358,12 @@ step_l3-tune() {
       --layout nhwc-u8,nchw-f16 --repeats "$REPEATS" >"$LOGS/tune-${b##*/}.json" || rc=1
     note "l3-tune: $b"
     "$PYTHON" tests/bench/l3_bench_summary.py "$LOGS/tune-${b##*/}.json" | grep -E "batch|u8|f16" |
+      tee -a "$OUT/summary.txt"
+    [[ -d $SET32 ]] || continue
+    "$b/dlprep" --json l3 bench --device "$DEVICE" "$SET32" --batch "$TUNE_BATCH" \
+      --layout nhwc-u8 --repeats "$REPEATS" >"$LOGS/tune32-${b##*/}.json" || rc=1
+    note "l3-tune: $b, the FHD set with 32-pixel patches"
+    "$PYTHON" tests/bench/l3_bench_summary.py "$LOGS/tune32-${b##*/}.json" | grep -E "batch|u8" |
       tee -a "$OUT/summary.txt"
   done
   # Then memcheck and racecheck on each tune build's suite (a few seconds each), so that a build

@@ -58,10 +58,10 @@ LaunchShape launch_shape(const l3::BatchPlan& plan) {
   s.offsets = (plan.max_channels * plan.max_groups + 1) & ~1u;
   s.row_codes = kRowCodes ? (plan.max_patch_height + 1) & ~1u : 0u;  // at most 256 rows: 512 B
   const size_t patch_bytes = size_t{s.offsets + s.row_codes} * sizeof(uint16_t);
-  // The fewest lanes per patch that hold the widest patch (half a warp only in that tuning
+  // The fewest lanes per patch that hold the widest patch (part of a warp only in that tuning
   // build), if the block's patches' offsets fit.
-  for (const unsigned lanes : {16u, 32u}) {
-    if (!kWarpPatches || (lanes == 16 && !kHalfWarpPatches)) continue;
+  for (const unsigned lanes : {8u, 16u, 32u}) {
+    if (!kWarpPatches || (lanes < 32 && !kSubwarpPatches)) continue;
     if (plan.max_patch_width <= lanes * kPixelsPerThread &&
         patches_per_block(lanes) * patch_bytes <= size_t{48} << 10) {
       s.lanes = lanes;

@@ -5,8 +5,8 @@
 // The host validated every header and patch table (spec steps 1-7, l3::plan_batch), chose the
 // windows and built the work list (decode_kernel.hpp). decode_patches_kernel runs one thread block
 // per listed patch (all its channels), or one warp where every patch fits one (kLanes 32, or
-// half a warp with kLanes 16: then the block-wide steps below are warp-wide, and the row above
-// is in registers), and one thread per
+// a half or a quarter of a warp with kLanes 16 or 8: then the block-wide steps below are
+// warp-wide, and the row above is in registers), and one thread per
 // kPixelsPerThread pixel columns of the patch (blockDim = block_threads() of the widest patch of
 // the batch). Per block:
 //   1. for each channel in order: the patch's Adler-32 by a block reduction (step 8), the code
@@ -45,9 +45,9 @@
 // patch where every patch fits one (DLPREP_L3_CUDA_WARP_PATCHES: several patches per block, no
 // barrier, the row above in registers), and the rows' predictor codes unpacked into shared memory
 // in pass 1 (DLPREP_L3_CUDA_ROW_CODES). Built, not yet timed: half a warp per patch of up to 32
-// pixels (DLPREP_L3_CUDA_HALF_WARP_PATCHES), where a warp per patch leaves half of each warp
-// idle. Still open: four patches per warp for 8..16-pixel patches; packing a pixel's channels
-// into one store for nhwc-u8.
+// pixels, a quarter per patch of up to 16 (DLPREP_L3_CUDA_SUBWARP_PATCHES), where a warp per
+// patch leaves most of each warp idle. Still open: packing a pixel's channels into one store for
+// nhwc-u8.
 
 // Device code only, with no CUDA runtime call: nvcc compiles it in decode_launch.cu, and the
 // emulated GPU of the tests compiles the same source for the CPU (tests/cuda/emulation/), where
@@ -84,8 +84,8 @@ constexpr bool kWordPlanes = DLPREP_L3_CUDA_WORD_PLANES && kPixels == 2;
 /// kWordPlanes needs 64 (32 warps): at 56 ptxas spilled 108-160 bytes a thread.
 constexpr int kWarpMinBlocks = (kWordPlanes ? 32 : 36) / static_cast<int>(kWarpsPerBlock);
 
-/// The sum over the kLanes lanes of this thread's part of the warp (a whole warp, or a half:
-/// `mask` its lanes), in the part's first lane; every lane of the part must call it.
+/// The sum over the kLanes lanes of this thread's part of the warp (a whole warp, or a half or a
+/// quarter: `mask` its lanes), in the part's first lane; every lane of the part must call it.
 template <unsigned kLanes = 32>
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v,
                                                        unsigned mask = kFullMask) {
@@ -361,14 +361,16 @@ __device__ __forceinline__ uint8_t patch_verdict(unsigned long long ta, unsigned
 /// kLanes 32 (WARP_PATCHES): each warp decodes a patch of its own (patches at most
 /// 32 kPixels wide), warp k of block b the patch at patch_first[kWarpsPerBlock b + k]: no
 /// block barrier, the row above in registers (shuffled to the neighbours), scans and reductions
-/// within the warp. kLanes 16 (HALF_WARP_PATCHES): the same with each half of a warp on a patch
-/// of its own (at most half as wide), its shuffles masked to its half, so that the halves may
-/// diverge. kLanes 0: the whole block decodes the patch at patch_first[blockIdx.x].
+/// within the warp. kLanes 16 or 8 (SUBWARP_PATCHES): the same with each half or quarter of a
+/// warp on a patch of its own (at most half or a quarter as wide), its shuffles masked to its
+/// part, so that the parts may diverge. kLanes 0: the whole block decodes the patch at
+/// patch_first[blockIdx.x].
 template <int kLayout, unsigned kLanes>
 __global__ void __launch_bounds__(kLanes != 0 ? 32 * kWarpsPerBlock : kMaxThreads,
                                   kLanes != 0 ? kWarpMinBlocks : 0)
     decode_patches_kernel(const DecodeArgs a) {
-  static_assert(kLanes == 0 || kLanes == 16 || kLanes == 32, "a block, a warp or half a warp");
+  static_assert(kLanes == 0 || kLanes == 8 || kLanes == 16 || kLanes == 32,
+                "a block, a warp, or a half or a quarter of one");
   constexpr bool kWarp = kLanes != 0;
   constexpr unsigned kPartLanes = kWarp ? kLanes : 32u;  // the lanes of a warp-level scan
   constexpr unsigned kPatchesPerBlock = kWarp ? kWarpsPerBlock * 32 / kLanes : 1u;
@@ -384,9 +386,11 @@ __global__ void __launch_bounds__(kLanes != 0 ? 32 * kWarpsPerBlock : kMaxThread
 
   const unsigned part = kWarp ? threadIdx.x / kLanes : 0u;  // the block's patch of this thread
   // kWarp: this thread's part of the warp, for the shuffles.
-  const unsigned mask = kLanes == 16 ? 0xFFFFu << (threadIdx.x & 16u) : kFullMask;
+  constexpr unsigned kPartMask = kLanes % 32u == 0 ? kFullMask : (1u << (kLanes % 32u)) - 1;
+  const unsigned mask =
+      kPartMask == kFullMask ? kFullMask : kPartMask << (threadIdx.x & (32u - kLanes));
   const uint64_t slot = kWarp ? uint64_t{blockIdx.x} * kPatchesPerBlock + part : blockIdx.x;
-  if (kWarp && slot >= a.patches) return;  // the last block's spare warps (or halves)
+  if (kWarp && slot >= a.patches) return;  // the last block's spare warps (or parts)
   uint16_t* const group_offset = group_offsets + size_t{part} * a.offsets;
   // kRowCodes: row y's predictor codes, channel c's at bit 3c, after every patch's offsets.
   uint16_t* const row_codes =

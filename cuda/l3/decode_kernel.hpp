@@ -108,12 +108,12 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 #ifndef DLPREP_L3_CUDA_UNROLLED_PLANES
 #define DLPREP_L3_CUDA_UNROLLED_PLANES 0
 #endif
-/// A tuning build not yet timed (DLPREP_L3_CUDA_HALF_WARP_PATCHES=1, `hwp`): with WARP_PATCHES,
-/// each half of a warp decodes a patch of its own when no patch of the batch is wider than half
-/// a warp's columns (32-pixel patches at two pixels per thread: the encoder's choice up to 1280 x
-/// 720, where a warp per patch leaves half of each warp idle).
-#ifndef DLPREP_L3_CUDA_HALF_WARP_PATCHES
-#define DLPREP_L3_CUDA_HALF_WARP_PATCHES 0
+/// A tuning build not yet timed (DLPREP_L3_CUDA_SUBWARP_PATCHES=1, `swp`): with WARP_PATCHES,
+/// each half (or quarter) of a warp decodes a patch of its own when no patch of the batch is
+/// wider than half (a quarter) of a warp's columns: 32-pixel patches at two pixels per thread,
+/// the encoder's choice up to 1280 x 720, where a warp per patch leaves half of each warp idle.
+#ifndef DLPREP_L3_CUDA_SUBWARP_PATCHES
+#define DLPREP_L3_CUDA_SUBWARP_PATCHES 0
 #endif
 /// A tuning build not yet timed (DLPREP_L3_CUDA_WORD_PLANES=1, `wpl`): with two pixels per
 /// thread, a group's planes read 4 aligned bytes (two planes) at a time and their bits gathered
@@ -122,14 +122,14 @@ inline unsigned block_threads(uint32_t max_patch_width) {
 #define DLPREP_L3_CUDA_WORD_PLANES 0
 #endif
 inline constexpr bool kWarpPatches = DLPREP_L3_CUDA_WARP_PATCHES != 0;
-inline constexpr bool kHalfWarpPatches = kWarpPatches && DLPREP_L3_CUDA_HALF_WARP_PATCHES != 0;
+inline constexpr bool kSubwarpPatches = kWarpPatches && DLPREP_L3_CUDA_SUBWARP_PATCHES != 0;
 
 inline constexpr bool kRowCodes = DLPREP_L3_CUDA_ROW_CODES != 0;
 inline constexpr uint32_t kWarpsPerBlock =
     l3::kMaxPatch / kPixelsPerThread / 32 < 4 ? l3::kMaxPatch / kPixelsPerThread / 32 : 4;
 
 /// How the kernel is launched for a plan: a block per listed patch, or `lanes` lanes of a warp
-/// per patch (32 or 16) and kWarpsPerBlock warps per block.
+/// per patch (32, 16 or 8) and kWarpsPerBlock warps per block.
 struct LaunchShape {
   size_t patches = 0;
   unsigned lanes = 0;    ///< 0: a block per patch

@@ -47,7 +47,7 @@
 #   REPEATS (10), E2E_REPEATS (3), ROWS (10000000), MODULI (5000), SAN_TIMEOUT (seconds per
 #   sanitizer tool: 100), SAN_TOOLS (memcheck racecheck; also synccheck initcheck), L3_VARIANTS
 #   (NAME:DEFINITION[,...] each: "upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1
-#   wpl:DLPREP_L3_CUDA_WORD_PLANES=1 hwp:DLPREP_L3_CUDA_HALF_WARP_PATCHES=1"; also any one of
+#   wpl:DLPREP_L3_CUDA_WORD_PLANES=1 swp:DLPREP_L3_CUDA_SUBWARP_PATCHES=1"; also any one of
 #   the four paths =0, e.g. the previous default "old:DLPREP_L3_CUDA_WORD_CHECKSUM=0,
 #   DLPREP_L3_CUDA_LAYOUT_KERNELS=0,DLPREP_L3_CUDA_WARP_PATCHES=0,DLPREP_L3_CUDA_ROW_CODES=0",
 #   and DLPREP_L3_CUDA_PIXELS_PER_THREAD=1|4), TUNE_BATCH
@@ -70,10 +70,10 @@ export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 # The default kernel has the four paths of decode_kernel.hpp on (2026-11-29: 249-259 GB/s against
 # 200-207 for all four off). The two leads on the plane-bit extraction (30% of the stall
 # samples): upl (the plane loop unrolled per width), wpl (the planes a word at a time, 64
-# registers); and hwp (half a warp per patch of up to 32 pixels), which only the set with
+# registers); and swp (half a warp per patch of up to 32 pixels), which only the set with
 # 32-pixel patches can show (l3-tune times every build on both sets).
 export L3_VARIANTS=${L3_VARIANTS:-upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1 \
-wpl:DLPREP_L3_CUDA_WORD_PLANES=1 hwp:DLPREP_L3_CUDA_HALF_WARP_PATCHES=1} \
+wpl:DLPREP_L3_CUDA_WORD_PLANES=1 swp:DLPREP_L3_CUDA_SUBWARP_PATCHES=1} \
   TUNE_BATCH=${TUNE_BATCH:-64,256}
 TARGETS=(dlprep l3_decode_cuda_test criteo_preprocess_cuda_test criteo_bench gen_criteo
          fuzz_l3_decode_cuda_replay fuzz_criteo_cuda_replay dlprep_l3_shared)

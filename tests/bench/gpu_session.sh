@@ -152,12 +152,13 @@ build_from_source() {  # build_from_source NVJPEG(AUTO|OFF): configure build-gpu
   note "built here: $("$B/dlprep" --version), $(grep -c 'warning' "$LOGS/build.log") warnings"
 }
 
-# build_tune_variant NAME:DEF[,DEF]: dlprep and the L3 CUDA suite with -DDEF... in $B-NAME
+# build_tune_variant NAME:DEF[,DEF]: dlprep and the L3 CUDA suite with -DDEF... in $B-NAME, with
+# the device code for this GPU alone (no PTX: three tune builds with it outgrew the carry).
 build_tune_variant() {
   local name=${1%%:*} defs=${1#*:}
   B=$B-$name configure -DDLPREP_WITH_NVJPEG=OFF -DCMAKE_CUDA_FLAGS="-lineinfo -D${defs//,/ -D}" \
-    >/dev/null && ninja -C "$B-$name" -j"$(nproc)" dlprep l3_decode_cuda_test \
-    >"$LOGS/build-$name.log" 2>&1
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCH-real" >/dev/null &&
+    ninja -C "$B-$name" -j"$(nproc)" dlprep l3_decode_cuda_test >"$LOGS/build-$name.log" 2>&1
 }
 
 source_fingerprint() {  # what the binaries are made from: every compiled or CMake file

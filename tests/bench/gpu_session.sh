@@ -71,7 +71,8 @@ export DEVICE=${DEVICE:-cuda} SET=${SET:-$root/carry/l3bench} LOGS=$OUT/logs
 # 200-207 for all four off). The two leads on the plane-bit extraction (30% of the stall
 # samples): upl (the plane loop unrolled per width), wpl (the planes a word at a time, 64
 # registers); and swp (half a warp per patch of up to 32 pixels), which only the set with
-# 32-pixel patches can show (l3-tune times every build on both sets).
+# 32-pixel patches can show (l3-tune times every build on both sets; its quarter warp per patch
+# of up to 16 pixels is checked by the suites alone: no set has such patches).
 export L3_VARIANTS=${L3_VARIANTS:-upl:DLPREP_L3_CUDA_UNROLLED_PLANES=1 \
 wpl:DLPREP_L3_CUDA_WORD_PLANES=1 swp:DLPREP_L3_CUDA_SUBWARP_PATCHES=1} \
   TUNE_BATCH=${TUNE_BATCH:-64,256}
@@ -153,11 +154,11 @@ build_from_source() {  # build_from_source NVJPEG(AUTO|OFF): configure build-gpu
 }
 
 # build_tune_variant NAME:DEF[,DEF]: dlprep and the L3 CUDA suite with -DDEF... in $B-NAME, with
-# the device code for this GPU alone (no PTX: three tune builds with it outgrew the carry).
+# the device code for ARCH alone (no PTX to compile or carry: ARCH must be the session's GPU).
 build_tune_variant() {
   local name=${1%%:*} defs=${1#*:}
   B=$B-$name configure -DDLPREP_WITH_NVJPEG=OFF -DCMAKE_CUDA_FLAGS="-lineinfo -D${defs//,/ -D}" \
-    -DCMAKE_CUDA_ARCHITECTURES="$ARCH-real" >/dev/null &&
+    -DCMAKE_CUDA_ARCHITECTURES="${ARCH//;/-real;}-real" >/dev/null &&
     ninja -C "$B-$name" -j"$(nproc)" dlprep l3_decode_cuda_test >"$LOGS/build-$name.log" 2>&1
 }
 
@@ -228,14 +229,16 @@ step_prebuild() {
   done
   rm -rf "$dest"
   mkdir -p "$dest"
-  # xz: a third of the size, which the 64 MiB a call carries needs.
+  # xz -9e: an eighth of the size, which the 64 MiB a call carries needs (its 64 MiB dictionary
+  # holds the whole archive, so the four dlprep binaries, nearly alike, cost little more than one;
+  # the default -6 made 8.7 MB of 65 on 2026-11-30, -9e 3.9).
   (find "$B" -name CTestTestfile.cmake &&
     for t in "${TARGETS[@]}"; do find "$B" -name "$t" -type f -perm -u+x; done &&
     for t in "${PYTHON_MODULE[@]}"; do echo "$B/$t"; done &&
     for v in $L3_VARIANTS; do
       echo "$B-${v%%:*}/dlprep"
       echo "$B-${v%%:*}/tests/cuda/l3_decode_cuda_test"
-    done) | tar -cJf "$dest/binaries.tar.xz" -T -
+    done) | XZ_OPT=-9e tar -cJf "$dest/binaries.tar.xz" -T -
   source_fingerprint >"$dest/FINGERPRINT"
   echo "built $(date -u +%FT%TZ) on $(sed -n 's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release), \
 $(g++ --version | head -1), nvcc $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), \
@@ -314,8 +317,9 @@ step_l3-bench() {
 # default's DLPREP_L3_CUDA_WORD_CHECKSUM, the checksum a word at a time;
 # DLPREP_L3_CUDA_LAYOUT_KERNELS, a kernel per output layout; DLPREP_L3_CUDA_WARP_PATCHES, a warp
 # per patch; DLPREP_L3_CUDA_ROW_CODES, the rows' predictor codes unpacked in pass 1; or turns on
-# a path not yet timed, DLPREP_L3_CUDA_UNROLLED_PLANES), prebuilt or built here, each run
-# through the L3 suite on the GPU, then benchmarked on the FHD set beside the default build in the
+# a path not yet timed: DLPREP_L3_CUDA_UNROLLED_PLANES, WORD_PLANES, SUBWARP_PATCHES), prebuilt
+# or built here, each run through the L3 suite on the GPU, then benchmarked on the FHD set (and
+# on it with 32-pixel patches) beside the default build in the
 # same step, device-resident and end to end (the benchmark checks its output first); last,
 # compute-sanitizer on each one's suite.
 # The FHD set encoded again with 32-pixel patches (the encoder's choice up to 1280 x 720, where a
@@ -336,8 +340,8 @@ make_set32() {
 
 step_l3-tune() {
   ensure_built || return 1
-  make_set32
   local v rc=0 builds=("$B")
+  make_set32 || rc=1
   for v in $L3_VARIANTS; do
     if [[ -x $B-${v%%:*}/tests/cuda/l3_decode_cuda_test ]] || build_tune_variant "$v"; then
       builds+=("$B-${v%%:*}")

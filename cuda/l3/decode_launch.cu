@@ -36,14 +36,20 @@ Kernel kernel_for(l3::OutputLayout layout) {
 }
 
 Kernel kernel_for(const LaunchShape& shape, l3::OutputLayout layout) {
+  switch (shape.lanes) {  // only the kernels of this build's paths are compiled
 #if DLPREP_L3_CUDA_WARP_PATCHES
-  if (shape.lanes == 32) return kernel_for<32>(layout);
+    case 32:
+      return kernel_for<32>(layout);
 #if DLPREP_L3_CUDA_SUBWARP_PATCHES
-  if (shape.lanes == 16) return kernel_for<16>(layout);
-  if (shape.lanes == 8) return kernel_for<8>(layout);
+    case 16:
+      return kernel_for<16>(layout);
+    case 8:
+      return kernel_for<8>(layout);
 #endif
 #endif
-  return kernel_for<0>(layout);
+    default:
+      return kernel_for<0>(layout);
+  }
 }
 
 }  // namespace

@@ -44,14 +44,20 @@ void stage_files(const l3::BatchPlan& plan, const uint8_t* const* files, uint8_t
   const unsigned threads =
       static_cast<unsigned>(std::min<size_t>(pieces, std::min(hardware_threads(), kStageThreads)));
   // One path for every batch (a batch of one piece runs on the calling thread).
+  const auto& images = plan.images;  // back to back in plan order: src ascending
   parallel_for(pieces, threads, [&](size_t piece) {
     const uint64_t lo = piece * kStagePiece,
                    hi = std::min<uint64_t>(lo + kStagePiece, plan.input_bytes);
-    for (size_t i = 0; i < plan.images.size(); ++i) {
-      const uint64_t begin = std::max(lo, plan.images[i].src);
-      const uint64_t end = std::min(hi, plan.images[i].src + plan.images[i].file_bytes);
-      if (begin < end)
-        std::memcpy(dst + begin, files[i] + (begin - plan.images[i].src), end - begin);
+    // From the last image that starts at or before the piece (not a scan of every image per
+    // piece: thousands of small files make thousands of pieces).
+    const auto after =
+        std::upper_bound(images.begin(), images.end(), lo,
+                         [](uint64_t at, const l3::BatchImage& image) { return at < image.src; });
+    const size_t start = static_cast<size_t>(after - images.begin());
+    for (size_t i = start == 0 ? 0 : start - 1; i < images.size() && images[i].src < hi; ++i) {
+      const uint64_t begin = std::max(lo, images[i].src);
+      const uint64_t end = std::min(hi, images[i].src + images[i].file_bytes);
+      if (begin < end) std::memcpy(dst + begin, files[i] + (begin - images[i].src), end - begin);
     }
   });
 }

@@ -13,8 +13,10 @@ this file by the dlprep build, and needs NumPy only:
     ...     for batch in decoder.decode_batches(loader, layout="nchw-f16", crop=224):
     ...         train(batch)    # while the next batches copy and decode (depth=2 in flight)
 
-Every failure raises dlprep_l3.Error, whose message says what is wrong and, in a batch, which
-image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arrays are HWC uint8 for one
+Every failure of the library raises dlprep_l3.Error, whose message says what is wrong and, in a
+batch, which image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arguments of the
+wrong type or shape raise TypeError or ValueError, and a file that cannot be opened OSError, as
+open() does. Arrays are HWC uint8 for one
 image, gray ones included (channels 1); a batch is NHWC uint8 or NCHW float32/float16.
 """
 
@@ -69,6 +71,10 @@ class _BatchOptions(ctypes.Structure):
                 ("std", ctypes.c_float * 4), ("crop", ctypes.c_char_p),
                 ("crop_width", ctypes.c_uint32), ("crop_height", ctypes.c_uint32),
                 ("seed", ctypes.c_uint64)]
+    # (Not passed to C) the fewest values given per channel for mean or std, 1 when each was
+    # one value or none: an image with more channels than that is refused, not left with the
+    # identity on the channels past them.
+    channel_values = 1
 
 
 class _Window(ctypes.Structure):
@@ -188,9 +194,13 @@ def decode(data, threads=1, out=None):
 
 
 def read(path, threads=1):
-    """decode() of the file at `path`."""
+    """decode() of the file at `path`; an Error names the file (OSError where it cannot be read)."""
     with open(path, "rb") as f:
-        return decode(f.read(), threads)
+        data = f.read()
+    try:
+        return decode(data, threads)
+    except Error as e:
+        raise Error(e.status, f"{os.fsdecode(path)}: {e}") from None
 
 
 def encode(image, patch=0, threads=1):
@@ -210,9 +220,13 @@ def encode(image, patch=0, threads=1):
     # flipped view is copied first).
     if image.strides[1:] != (image.shape[2], 1) or image.strides[0] < row_bytes:
         image = np.ascontiguousarray(image)
+    patch = operator.index(patch)
+    if not 0 <= patch <= 0xFFFFFFFF:  # (a C uint32_t would wrap it into another size)
+        raise Error("invalid_argument", f"patch size {patch}: a power of two from 8 to 256, or 0 "
+                    "for the automatic size")
     out, size = ctypes.c_void_p(), ctypes.c_size_t()
     _check(_lib.dlprep_l3_encode(image.ctypes.data, image.shape[1], image.shape[0],
-                                 image.shape[2], image.strides[0], operator.index(patch),
+                                 image.shape[2], image.strides[0], patch,
                                  _threads(threads), ctypes.byref(out), ctypes.byref(size)))
     try:
         return ctypes.string_at(out, size.value)
@@ -226,8 +240,12 @@ def write(path, image, patch=0, threads=1):
     an older file's permissions are kept; a symbolic link stays and its target is replaced).
     Like the CLI, it does not fsync."""
     data = encode(image, patch, threads)
-    path = os.path.realpath(path)  # a link stays, and its target is replaced
-    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dlprep-", suffix=".tmp")
+    given, path = path, os.path.realpath(path)  # a link stays, and its target is replaced
+    try:
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dlprep-",
+                                         suffix=".tmp")
+    except OSError as e:  # its message would name the temporary file, not the one asked for
+        raise _named(e, given) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -237,9 +255,19 @@ def write(path, image, patch=0, threads=1):
             mode = 0o666 & ~_umask()
         os.chmod(temporary, mode)
         os.replace(temporary, path)
+    except OSError as e:
+        os.unlink(temporary)
+        raise _named(e, given) from None
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _named(error, path):
+    """`error` (an OSError about a temporary file) as the same error about `path`."""
+    if error.errno is None:
+        return error
+    return type(error)(error.errno, error.strerror, os.fsdecode(path))
 
 
 def _umask():
@@ -439,6 +467,18 @@ def _check_layout(layout):
         raise Error("invalid_argument", f"unknown layout '{layout}' (nhwc-u8, nchw-f32, nchw-f16)")
 
 
+def _file_view(data, index, context):
+    """_bytes_of() of a batch's file; a TypeError names the image, and the likely mistake."""
+    try:
+        return _bytes_of(data)
+    except TypeError as e:
+        hint = (" (files are the bytes of L3 files, not paths: open(path, 'rb').read())"
+                if isinstance(data, (str, os.PathLike)) else
+                " (a batch of (files, targets) pairs? decode_batches takes them with targets=True)"
+                if isinstance(data, (list, tuple)) else "")
+        raise TypeError(f"dlprep_l3: {context}image {index}: {e}{hint}") from None
+
+
 class _Batch:
     """A batch's files, checked and planned: the plan, the C arrays of the files (whose views
     keep their memory alive), whether they are all immutable (bytes), each image's window and
@@ -450,7 +490,7 @@ class _Batch:
             raise TypeError("dlprep_l3: files is a sequence of L3 files (a list of bytes), not "
                             "one file")
         files = list(files)
-        self.views = [_bytes_of(f) for f in files]
+        self.views = [_file_view(f, i, context) for i, f in enumerate(files)]
         self.immutable = all(type(f) is bytes for f in files)  # (a subclass could be mutable)
         self.count = len(self.views)
         self.pointers = (ctypes.c_void_p * max(self.count, 1))(
@@ -466,6 +506,10 @@ class _Batch:
                 window = _Window()
                 _check(_lib.dlprep_l3_plan_window(self.plan.pointer, i, ctypes.byref(window)))
                 self.windows.append(window)
+                if 1 < options.channel_values < window.channels:
+                    raise Error("invalid_argument", f"{context}image {i} has {window.channels} "
+                                f"channels, and mean or std {options.channel_values} values: "
+                                "give one value for every channel, or one per channel")
             self.total = _lib.dlprep_l3_plan_output_bytes(self.plan.pointer)
         except BaseException:
             self.plan.close()
@@ -600,18 +644,22 @@ class BatchDecoder:
 
         layout: "nhwc-u8" (N, H, W, C) uint8, "nchw-f32" (N, C, H, W) float32 or "nchw-f16"
             (N, C, H, W) float16, whose elements are (x - mean[c]) / std[c].
-        mean, std: per channel (up to 4 values; one value serves every channel), float layouts
-            only, in the units of the pixels (0 to 255): ImageNet's are mean=[123.675, 116.28,
-            103.53], std=[58.395, 57.12, 57.375].
-        crop: None (whole images), (height, width) as in torchvision and DALI, or one side for
-            a square; cut at the centre ("center") or at random ("random"): at places drawn
-            anew for every call, or from `seed` when one is given (the same seed cuts the same
-            windows on every device and every run).
+        mean, std: one value for every channel, or one per channel (up to 4; an image with
+            more channels than values is refused), float layouts only, in the units of the
+            pixels (0 to 255): ImageNet's are mean=[123.675, 116.28, 103.53], std=[58.395,
+            57.12, 57.375].
+        crop: None (whole images), (height, width) (the order of torchvision and DALI), or one
+            side for a square; cut at the centre ("center": the offsets (H - h) // 2 and
+            (W - w) // 2, rounded down, where torchvision's CenterCrop rounds to nearest, so
+            that an odd margin may put the window one pixel apart) or at random ("random"): at
+            places drawn anew for every call, or from `seed` when one is given (the same seed
+            cuts the same windows on every device and every run).
         output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
         out: memory to decode into, reused from batch to batch (a new tensor of a big batch
             costs its allocation every time): with output="host" a C-contiguous writable NumPy
             array or CPU torch tensor (pinned, for a later .cuda(non_blocking=True)) of at
-            least the tensor's bytes, and the result is a NumPy view of its memory; with
+            least the tensor's bytes, of the layout's dtype or uint8, and the result is a NumPy
+            view of its memory; with
             output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
             a CuPy array: anything with the CUDA array interface) of the batch's shape and
             dtype, or with room for more images (the first axis longer: the last, short batch
@@ -622,8 +670,8 @@ class BatchDecoder:
             (torch.cuda.synchronize() first, if it may not be).
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
-        share one buffer. Every patch is checked; the first damaged one raises Error naming
-        its image. From host files, the CUDA backend copies them to pinned memory and the GPU
+        share one buffer. Every patch that is decoded is checked (with a crop, those the
+        window reaches); the first damaged one raises Error naming its image. From host files, the CUDA backend copies them to pinned memory and the GPU
         in one transfer; decode_batches() overlaps that with the decode of other batches."""
         _check_layout(layout)
         if output not in ("host", "device"):
@@ -668,6 +716,10 @@ class BatchDecoder:
               or not out.flags.writeable or out.nbytes < batch.total):
             raise ValueError(f"dlprep_l3: out must be a C-contiguous writable array of at "
                              f"least {batch.total} bytes")
+        elif out.dtype not in (np.uint8, np.dtype(_LAYOUT_DTYPES[layout][0])):
+            raise ValueError(f"dlprep_l3: out is {out.dtype}, and the {layout} batch "
+                             f"{np.dtype(_LAYOUT_DTYPES[layout][0])}: give an array of that "
+                             "dtype, or uint8 bytes")
         else:
             buffer = out.reshape(-1).view(np.uint8)
         _check(_lib.dlprep_l3_decode_batch(decoder, batch.plan.pointer, batch.pointers,
@@ -837,6 +889,8 @@ class BatchDecoder:
                             "per channel")
             if len(values) == 1:
                 values *= 4
+            elif options.channel_values == 1 or len(values) < options.channel_values:
+                options.channel_values = len(values)
             target = getattr(options, name)
             for c, v in enumerate(values):
                 target[c] = v
@@ -870,9 +924,11 @@ class Dataset:
 
     A --shard part's own classes may lack a class of the whole dataset, which would shift the
     indices: the tar layout records the whole list (tar.labels), and a files-layout part needs
-    `classes`, the whole dataset's labels (or merge the parts first). `classes` also overrides
-    the list of a whole dataset. The index (samples.jsonl) is read once, at construction; each
-    item opens its file (or tar shard) and reads its bytes alone.
+    `classes`, the whole dataset's labels (or merge the parts first; the parts' lists joined
+    serve: a label given twice counts once). `classes` also overrides the list of a whole
+    dataset, and must hold every label of its samples. The index (samples.jsonl) is read once,
+    at construction; each item opens its file (or tar shard) and reads its bytes alone.
+    `threads` decode the patches of one L3 sample in parallel, as decode()'s.
 
     decode=False gives each sample's file as bytes instead of its pixels (transform, if given,
     is applied to them), for the GPU: DataLoader's workers then only read, and the batches go
@@ -903,7 +959,9 @@ class Dataset:
             raise Error("invalid_argument", f"{manifest_path}: the dataset is incomplete (a "
                         "conversion did not finish): run dlprep convert-dataset again")
         if classes is not None:
-            self.classes = sorted(str(c) for c in classes if c)
+            if isinstance(classes, (str, bytes)):
+                raise TypeError("dlprep_l3.Dataset: classes is a list of labels, not one string")
+            self.classes = sorted({str(c) for c in classes if c})  # parts' lists, joined
         elif "labels" in tar:
             self.classes = [str(c) for c in tar["labels"]]
         elif parts != 1:
@@ -914,9 +972,9 @@ class Dataset:
             self.classes = sorted(k for k in recorded if k)
         self.class_to_idx = {label: i for i, label in enumerate(self.classes)}
         self._tar = manifest.get("layout") == "tar"
-        self._read_index(os.path.join(root, "samples.jsonl"))
+        self._read_index(os.path.join(root, "samples.jsonl"), classes is not None)
 
-    def _read_index(self, index_path):
+    def _read_index(self, index_path, classes_given):
         codes = {name: code for code, name in enumerate(["l3"] + list(_PIL_FORMATS))}
         self._format_names = list(codes)
         unique, locations, offsets, sizes, formats, targets = {}, [], [], [], [], []
@@ -938,6 +996,10 @@ class Dataset:
                     label = r["label"]
                     if not isinstance(label, str):
                         raise ValueError("the label is no string")
+                    if label and label not in self.class_to_idx and classes_given:
+                        raise Error("invalid_argument", f"{index_path}: line {number}: label "
+                                    f"{label!r} is not in classes= (give the whole dataset's "
+                                    "labels)")
                     locations.append(unique.setdefault(location, len(unique)))
                     offsets.append(offset)
                     sizes.append(size)

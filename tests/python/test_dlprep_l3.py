@@ -138,6 +138,17 @@ class SingleImages(unittest.TestCase):
             dlprep_l3.write(path, np.zeros((4, 4, 5), np.uint8))
         np.testing.assert_array_equal(dlprep_l3.read(path), image)
         self.assertEqual([f for f in os.listdir(SCRATCH) if f.startswith(".dlprep-")], [])
+        for bad in (os.path.join(SCRATCH, "no-such-folder", "x.l3"), SCRATCH):
+            with self.assertRaises(OSError) as caught:
+                dlprep_l3.write(bad, image)
+            self.assertEqual(caught.exception.filename, bad)
+        with open(path, "r+b") as f:
+            f.seek(-3, os.SEEK_END)
+            f.write(b"\xff\xff\xff")
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.read(path)
+        self.assertTrue(str(caught.exception).startswith(path + ": "), str(caught.exception))
+        dlprep_l3.write(path, image)
         link = os.path.join(SCRATCH, "link.l3")
         os.symlink("written.l3", link)
         other = mixed_image(10, 12, 1, 20)
@@ -178,8 +189,9 @@ class SingleImages(unittest.TestCase):
         self.assertEqual(caught.exception.status, "unsupported")
         with self.assertRaises(ValueError):
             dlprep_l3.encode(np.zeros((4, 4), np.float32))
-        with self.assertRaises(dlprep_l3.Error):
-            dlprep_l3.encode(np.zeros((8, 8), np.uint8), patch=12)
+        for patch in (12, 2**32 + 16, -8):  # never wrapped into another size
+            with self.assertRaises(dlprep_l3.Error):
+                dlprep_l3.encode(np.zeros((8, 8), np.uint8), patch=patch)
 
     def test_hostile_bytes_decode_or_raise_never_crash(self):
         """Random damage through the C boundary (the sanitizer build checks the memory)."""
@@ -373,6 +385,16 @@ class SingleImages(unittest.TestCase):
         with open(os.path.join(files_part, "samples.jsonl")) as f:
             keys = [json.loads(line)["key"] for line in f]
         self.assertEqual(list(part.targets), [expected[k] for k in keys])
+        # The parts' own lists joined: a label given twice counts once.
+        joined = dlprep_l3.Dataset(files_part, classes=list("abcdefg") + list("gfa"))
+        self.assertEqual(joined.classes, list("abcdefg"))
+        self.assertEqual(list(joined.targets), list(part.targets))
+        with self.assertRaises(TypeError):
+            dlprep_l3.Dataset(files_part, classes="abcdefg")
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.Dataset(files_part, classes=["a"])
+        self.assertEqual(caught.exception.status, "invalid_argument")
+        self.assertIn("is not in classes=", str(caught.exception))
 
     def test_a_hostile_dataset_raises_errors_and_reads_nothing_outside(self):
         import json
@@ -490,6 +512,26 @@ class Batches(unittest.TestCase):
                 with self.assertRaises(dlprep_l3.Error) as caught:
                     self.decoder.decode(self.files, **kwargs)
                 self.assertEqual(caught.exception.status, "invalid_argument")
+        # Fewer values than an image's channels (but more than one) is refused, not the identity
+        # on the channels past them.
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            self.decoder.decode(self.files, layout="nchw-f32", mean=[1, 2])
+        self.assertIn("image 0 has 3 channels", str(caught.exception))
+        gray = [dlprep_l3.encode(mixed_image(8, 8, 1, 3))]
+        self.assertEqual(self.decoder.decode(gray, layout="nchw-f32", mean=[1, 2]).shape,
+                         (1, 1, 8, 8))
+        # A host out of another dtype than the layout's (or uint8 bytes) is refused.
+        with self.assertRaises(ValueError):
+            self.decoder.decode(self.files, out=np.empty((4, 48, 64, 3), np.float64))
+        # A file that is no bytes is named, with the likely mistake.
+        with self.assertRaises(TypeError) as caught:
+            self.decoder.decode([self.files[0], "a.l3"])
+        self.assertIn("image 1", str(caught.exception))
+        self.assertIn("not paths", str(caught.exception))
+        with self.assertRaises(TypeError) as caught:
+            list(self.decoder.decode_batches([(self.files, np.arange(4))]))
+        self.assertIn("batch 0: image 0", str(caught.exception))
+        self.assertIn("targets=True", str(caught.exception))
 
     def test_a_closed_decoder_says_so_and_close_waits_for_a_decode(self):
         import threading

@@ -278,6 +278,19 @@ void mark_standard_stream_closed(int fd) {
   if (fd >= 0 && fd <= 2) g_closed_standard_streams.fetch_or(1u << fd);
 }
 
+std::optional<fs::path> file_in_the_way(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec) && !fs::is_directory(p, ec)) {
+      std::string s = p.string();
+      while (s.size() > 1 && s.back() == '/') s.pop_back();
+      return fs::path(s);
+    }
+    if (p == p.parent_path()) break;
+  }
+  return std::nullopt;
+}
+
 bool is_within(const fs::path& path, const fs::path& dir) {
   std::error_code ec;
   const fs::path p = fs::weakly_canonical(fs::absolute(link_destination(path)), ec);

@@ -149,6 +149,11 @@ std::filesystem::path link_destination(const std::filesystem::path& path);
 /// there yet counts where the file would be).
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir);
 
+/// The first of `dir` and the folders above it that exists and is not a directory (a file where
+/// a folder must be: "-o file/", "-o file/sub"), written without a trailing '/'; nullopt when
+/// none is.
+std::optional<std::filesystem::path> file_in_the_way(const std::filesystem::path& dir);
+
 /// Creates a directory and its missing parents, however deep (libstdc++'s create_directories
 /// refuses more than 1000 missing levels with a false "File name too long"). Throws Error(io)
 /// "DIR: cannot create directory: …".

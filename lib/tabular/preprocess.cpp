@@ -116,12 +116,24 @@ const char* bad_row_policy_name(BadRowPolicy p) {
 void Run::validate() {
   if (o_.inputs.empty()) throw Error(Errc::invalid_argument, "no input files");
   if (o_.out_dir.empty()) throw Error(Errc::invalid_argument, "no output directory (-o)");
+  // A file where a folder must be: one clear line, before any work.
+  auto refuse_file_in_the_way = [](const fs::path& dir, const std::string& option,
+                                   const fs::path& path) {
+    if (const std::optional<fs::path> file = file_in_the_way(dir))
+      throw Error(Errc::invalid_argument, option + " " + path.string() + ": " +
+                                              (*file == path ? "" : file->string() + " ") +
+                                              "exists and is not a directory");
+  };
+  refuse_file_in_the_way(o_.out_dir, "-o", o_.out_dir);
+  if (o_.emit_binary)
+    refuse_file_in_the_way(o_.emit_binary->parent_path(), "--emit-binary", *o_.emit_binary);
   for (const fs::path& in : o_.inputs) {
     // A pipe could be read only once, and not even sniffed for its format without losing bytes.
     struct stat st {};
-    if (::stat(in.c_str(), &st) != 0)
+    const bool standard_input = in == "-" && ::stat(in.c_str(), &st) != 0;  // no file named "-"
+    if (!standard_input && ::stat(in.c_str(), &st) != 0)
       throw Error(Errc::io, in.string() + ": cannot open: " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode))
+    if (standard_input || !S_ISREG(st.st_mode))
       throw Error(Errc::invalid_argument,
                   in.string() + ": not a regular file (a pipe or a device): the inputs are read " +
                       "more than once and resumed by size and time; save it to a file first " +
@@ -144,8 +156,9 @@ void Run::validate() {
   if (o_.output_format == OutputFormat::split && !o_.apply_log)
     throw Error(Errc::invalid_argument,
                 "--output-format split stores the dense values as float16 after the log (NVIDIA's "
-                "layout): drop --no-log (or, where a --vocab-from run's conventions bring it, give "
-                "--log-offset), or use --output-format npy or dlrm for integer values");
+                "layout), and --no-log (given, or brought by --preset dlrm or a --vocab-from "
+                "run's conventions) leaves it out: drop --no-log or give --log-offset (1 for "
+                "log(x+1)), or use --output-format npy or dlrm for integer values");
   if (o_.chunk_bytes != 0 && o_.chunk_bytes < (size_t{64} << 10))
     throw Error(Errc::invalid_argument, "chunk size must be at least 64 KiB");
   if (o_.vocab_from) {

@@ -108,6 +108,16 @@ mkfifo "$T/fifo"
 expect fifo_input 2 "$DLPREP" criteo-preprocess "$T/fifo" -o "$T/o3d"
 contains fifo_input "$T/fifo_input.err" "fifo: not a regular file"
 [ ! -e "$T/o3d" ] || { echo "FAIL fifo_input: $T/o3d written"; fail=1; }
+# So is standard input ("-"), for the same reasons; and a file where a folder must be is one
+# clear usage error, before any work.
+expect stdin_input 2 "$DLPREP" criteo-preprocess - -o "$T/o3g" < "$S/deepctr_200.tsv"
+contains stdin_input "$T/stdin_input.err" "-: not a regular file"
+: > "$T/a_file"
+expect out_is_file 2 "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/a_file"
+contains out_is_file "$T/out_is_file.err" "-o $T/a_file: exists and is not a directory"
+expect emit_under_file 2 "$DLPREP" criteo-preprocess --emit-binary "$T/a_file/rows.bin" "$S/deepctr_200.tsv" -o "$T/o3h"
+contains emit_under_file "$T/emit_under_file.err" "--emit-binary $T/a_file/rows.bin: $T/a_file exists and is not a directory"
+[ ! -e "$T/o3g" ] && [ ! -e "$T/o3h" ] || { echo "FAIL: an output of a refused run was written"; fail=1; }
 # Another compressor's file is named as such (not a binary byte at line 1).
 /usr/bin/python3 -c "import lzma, sys; sys.stdout.buffer.write(lzma.compress(open(sys.argv[1], 'rb').read()))" "$S/deepctr_200.tsv" > "$T/day.xz"
 expect xz_input 1 "$DLPREP" criteo-preprocess "$T/day.xz" -o "$T/o3e"

@@ -230,7 +230,7 @@ Action add_convert_dataset_command(CLI::App& app) {
   dst->excludes(output);
   output->excludes(dst);
   auto* to = cmd->add_option("--to", o->to,
-                             "one target format: l3, png[:LEVEL], bmp, ppm, "
+                             "one target format: l3[:PATCH], png[:LEVEL], bmp, ppm, "
                              "webp[:lossless|QUALITY] (or webp-lossless, webp-lossy[:QUALITY]), "
                              "jpeg[:QUALITY]")
                  ->type_name("FMT[:OPTS]");

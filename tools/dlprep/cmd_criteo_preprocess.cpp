@@ -229,11 +229,13 @@ int run_criteo(const CriteoCliOptions& c, const Globals& globals) {
                             " files of an earlier run's days that this run does not have (" +
                             stats.removed_outputs.front() +
                             (stats.removed_outputs.size() > 1 ? ", ..." : "") + ")");
-  const std::string passes = stats.single_pass
-                                 ? "a single pass"
-                                 : "pass 1 " + format_fixed(stats.pass1_seconds, 3) + " s" +
-                                       (stats.vocab_reused ? " (vocabulary reused)" : "") +
-                                       ", pass 2 " + format_fixed(stats.pass2_seconds, 3) + " s";
+  const std::string passes =
+      stats.single_pass ? "a single pass"
+                        : "pass 1 " + format_fixed(stats.pass1_seconds, 3) + " s" +
+                              (stats.vocab_reused ? " (vocabulary reused)" : "") +
+                              (o.output_format == OutputFormat::none
+                                   ? ", no pass 2 (--output-format none)"
+                                   : ", pass 2 " + format_fixed(stats.pass2_seconds, 3) + " s");
   const uint64_t written = stats.rows_written();
   if (std::all_of(stats.days.begin(), stats.days.end(), [](const auto& d) { return d.skipped; })) {
     std::printf("%llu rows, every day up to date (checked in %s s), peak RSS %s\n",

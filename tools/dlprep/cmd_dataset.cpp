@@ -67,7 +67,8 @@ int run_info(const DatasetOptions& o, const Globals& globals) {
   if (m.failed > 0) std::cout << " (" << m.failed << " source samples failed and were skipped)";
   if (m.layout == "tar")
     std::cout << "\nlayout:   tar, " << m.shard_files << (m.shard_files == 1 ? " shard" : " shards")
-              << " of at most " << format_bytes(m.max_shard_bytes) << " ("
+              << " of at most " << format_bytes(m.max_shard_bytes)
+              << " (a larger sample gets a shard of its own; "
               << format_bytes(dataset::shard_bytes_on_disk(o.dataset))
               << " on disk, tar headers included), " << m.labels.size()
               << (m.labels.size() == 1 ? " class" : " classes") << " in .cls";

@@ -76,8 +76,7 @@ int run_info(const InfoOptions& options, const Globals& globals) {
   const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec&) { return true; }, &empty_dirs, true, "l3",
       &scanning);  // a damaged *.l3 is reported by name, as l3 decode and verify report it
-  for (const auto& dir : empty_dirs)
-    print_warning(globals, kInfoCommand, dir + ": no image files found");
+  report_empty_dirs(globals, kInfoCommand, empty_dirs, inputs.size(), "image");
   // Each file's result is printed as it is known and not kept: the listing of a million files
   // would otherwise take gigabytes.
   int code = kExitOk;

@@ -284,8 +284,7 @@ InputList load_bench_inputs(const std::vector<std::string>& args, const Globals&
   std::vector<std::string> empty_dirs;
   auto inputs = collect_inputs(
       args, [](const image::Codec&) { return true; }, &empty_dirs, /*keep_unreadable_images=*/true);
-  for (const auto& dir : empty_dirs)
-    print_warning(globals, kBenchCommand, dir + ": no image files found");
+  report_empty_dirs(globals, kBenchCommand, empty_dirs, inputs.size(), "image");
   prepare(inputs.size());
   std::vector<int> codes(inputs.size(), kExitOk);
   Progress progress(globals, "l3 bench: reading", inputs.size());

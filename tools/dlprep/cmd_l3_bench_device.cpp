@@ -157,6 +157,7 @@ std::string ms(const TimingStats& t) { return format_fixed(t.median_s * 1e3, 3);
 // The targets, from the same run.
 struct Targets {
   double best_resident_gb_s = 0;  // at batch >= 64, headline layout
+  bool resident_measured = false;  // a batch >= 64 ran
   double best_pinned_gb_s = 0, best_pinned_images_per_s = 0;
   bool resident_200 = false, e2e_70pct = false, e2e_30x_png = false;
 };
@@ -165,7 +166,10 @@ Targets targets_of(const l3::BatchBenchReport& r, const HostBaseline& host) {
   Targets t;
   for (const l3::BatchBenchRow& row : r.rows) {
     if (row.layout != r.rows.front().layout) continue;
-    if (row.batch >= 64) t.best_resident_gb_s = std::max(t.best_resident_gb_s, row.resident_gb_s);
+    if (row.batch >= 64) {
+      t.resident_measured = true;
+      t.best_resident_gb_s = std::max(t.best_resident_gb_s, row.resident_gb_s);
+    }
     t.best_pinned_gb_s = std::max(t.best_pinned_gb_s, row.pinned_gb_s);
     t.best_pinned_images_per_s = std::max(t.best_pinned_images_per_s, row.pinned_images_per_s);
   }
@@ -217,9 +221,14 @@ void print_report(const l3::BatchBenchReport& r, const HostBaseline& host, const
               << rate(j.images_per_s) << " img/s, " << fixed(j.gb_s, 1) << " GB/s, worst PSNR "
               << fixed(j.min_psnr_db, 1) << " dB\n";
   if (!r.jpeg_note.empty()) std::cout << "nvjpeg: " << r.jpeg_note << "\n";
-  std::cout << "targets: resident >= 200 GB/s at batch >= 64: " << (t.resident_200 ? "yes" : "no")
-            << " (" << fixed(t.best_resident_gb_s, 1)
-            << "); end-to-end >= 70% of the ceiling: " << (t.e2e_70pct ? "yes" : "no") << " ("
+  // The targets are the CUDA decoder's: another backend's figures are shown against them only
+  // for comparison.
+  std::cout << (r.backend == "cuda" ? "targets: " : "targets (the CUDA decoder's): ")
+            << "resident >= 200 GB/s at batch >= 64: "
+            << (t.resident_measured ? std::string(t.resident_200 ? "yes" : "no") + " (" +
+                                          fixed(t.best_resident_gb_s, 1) + ")"
+                                    : std::string("not measured (no batch >= 64)"))
+            << "; end-to-end >= 70% of the ceiling: " << (t.e2e_70pct ? "yes" : "no") << " ("
             << (r.ceiling_gb_s > 0 ? fixed(100 * t.best_pinned_gb_s / r.ceiling_gb_s, 0) : "-")
             << "%); end-to-end >= 30x png on " << host.threads
             << " threads: " << (t.e2e_30x_png ? "yes" : "no") << " ("
@@ -293,8 +302,9 @@ Json to_json(const l3::BatchBenchReport& r, const HostBaseline& host, const Targ
       {"rows", rows},
       {"nvjpeg", {{"rows", jpeg}, {"note", r.jpeg_note}}},
       {"targets",
-       {{"resident_gb_per_s_at_batch_64_up", t.best_resident_gb_s},
-        {"resident_200_gb_per_s", t.resident_200},
+       {{"resident_gb_per_s_at_batch_64_up",
+         t.resident_measured ? Json(t.best_resident_gb_s) : Json(nullptr)},
+        {"resident_200_gb_per_s", t.resident_measured ? Json(t.resident_200) : Json(nullptr)},
         {"end_to_end_70_percent_of_ceiling", t.e2e_70pct},
         {"end_to_end_30x_png", t.e2e_30x_png}}},
   };

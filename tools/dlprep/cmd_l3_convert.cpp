@@ -230,9 +230,7 @@ int Converter::run() {
   inputs_ = collect_inputs(
       options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
       &empty_dirs, encoding, encoding ? "" : "l3", &scanning);
-  for (const auto& dir : empty_dirs)
-    print_warning(globals_, command_,
-                  dir + (encoding ? ": no image files found" : ": no l3 files found"));
+  report_empty_dirs(globals_, command_, empty_dirs, inputs_.size(), encoding ? "image" : "l3");
   plan_ = std::make_unique<OutputPlan>(options_.output, inputs_);
   if (plan_->to_stdout() && globals_.json)
     throw Error(Errc::invalid_argument,

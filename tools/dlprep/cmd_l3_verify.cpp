@@ -228,8 +228,7 @@ int run_verify(const VerifyOptions& options, const Globals& globals) {
   const InputList inputs = collect_inputs(
       options.inputs, [](const image::Codec& c) { return c.name() == "l3"; }, &empty_dirs, false,
       "l3", &scanning);  // a damaged *.l3 fails by name
-  for (const auto& dir : empty_dirs)
-    print_warning(globals, kVerifyCommand, dir + ": no l3 files found");
+  report_empty_dirs(globals, kVerifyCommand, empty_dirs, inputs.size(), "l3");
   const bool one_directory =
       options.inputs.size() == 1 && std::filesystem::is_directory(options.inputs[0]);
   if (trees && !one_directory)

@@ -72,7 +72,13 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
         walk.skip_directory();
         continue;
       }
-      if (walk.is_directory() || walk.type() != fs::file_type::regular) continue;
+      if (walk.is_directory()) continue;
+      // A link to nothing (or one that cannot be followed) is kept, to fail naming it, as in
+      // convert-dataset's walk: it could be an image, and a tree must not lose one unsaid.
+      const fs::file_type type = walk.type();
+      const bool broken_link = walk.symlink_type() == fs::file_type::symlink &&
+                               (type == fs::file_type::not_found || type == fs::file_type::unknown);
+      if (type != fs::file_type::regular && !broken_link) continue;
       if (progress) progress->set(++looked_at, 0, "scanning");
       const fs::path& path = walk.path();
       const std::optional<std::string> opened = head_of(path);
@@ -125,6 +131,19 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
   return files;
 }
 
+void report_empty_dirs(const Globals& globals, std::string_view command,
+                       const std::vector<std::string>& empty_dirs, size_t found,
+                       std::string_view what) {
+  const std::string nothing = ": no " + std::string(what) + " files found";
+  if (found > 0) {
+    for (const auto& dir : empty_dirs) print_warning(globals, command, dir + nothing);
+    return;
+  }
+  std::string dirs;
+  for (const auto& dir : empty_dirs) dirs += (dirs.empty() ? "" : ", ") + dir;
+  throw Error(Errc::invalid_argument, dirs + nothing);
+}
+
 OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out) {
   // One file found in a directory argument is still a tree to mirror.
   const bool several = inputs.size() > 1 || (inputs.size() == 1 && !inputs.relative(0).empty());
@@ -141,11 +160,15 @@ OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out)
   std::string s = out.string();
   to_directory_ = several || (!s.empty() && s.back() == '/') || fs::is_directory(out, ec);
   // One error up front, not one "cannot create directory" per file.
-  if (to_directory_ && fs::exists(out, ec) && !fs::is_directory(out, ec))
-    throw Error(Errc::invalid_argument, "-o " + s + ": exists and is not a directory, where " +
+  if (!to_directory_) return;
+  if (const std::optional<fs::path> file = file_in_the_way(out)) {
+    const std::string place = file->string();
+    throw Error(Errc::invalid_argument, "-o " + s + ": " + (place == s ? "" : place + " ") +
+                                            "exists and is not a directory, where " +
                                             (several ? std::to_string(inputs.size()) + " outputs"
                                                      : std::string("outputs")) +
                                             " would go");
+  }
 }
 
 fs::path OutputPlan::output_for(const InputFile& input, const std::string& ext) const {

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "output.hpp"
+
 namespace dlprep::cli {
 
 /// The build, as manifests record their writer: e.g. "dlprep 0.1.0 (png jpeg webp l3 cuda=13.0)".
@@ -12,5 +14,10 @@ std::string version_string();
 /// and Criteo CPU kernels and the gzip inflater, e.g.
 /// "dlprep 0.1.0 (png l3 l3-cpu=avx2 criteo-cpu=scalar gzip=zlib)".
 std::string version_with_machine();
+
+/// What --version --json prints: the same as a dlprep.version/1 document, e.g. {"version":
+/// "0.1.0", "features": ["png", "l3", "cuda"], "cuda_runtime": "13.0", "l3_cpu": "avx2",
+/// "criteo_cpu": "scalar", "gzip": "zlib"}.
+Json version_document();
 
 }  // namespace dlprep::cli

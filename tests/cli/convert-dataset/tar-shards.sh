@@ -18,7 +18,7 @@ json_check 'd["layout"] == "tar" and d["tar"]["max_shard_bytes"] == 400000 and d
 dlprep dataset verify ds >verify.txt
 grep -q '^ds: ok, 15 samples' verify.txt || fail "verify: $(cat verify.txt)"
 dlprep dataset info ds >info.txt
-grep -Eq '^layout:   tar, [0-9]+ shards of at most 400[ .0-9]*kB \([ .0-9]+[kM]B on disk, tar headers included\), 3 classes in .cls' info.txt ||
+grep -Eq '^layout:   tar, [0-9]+ shards of at most 400[ .0-9]*kB \(a larger sample gets a shard of its own; [ .0-9]+[kM]B on disk, tar headers included\), 3 classes in .cls' info.txt ||
   fail "info: $(cat info.txt)"
 
 # Every shard is a valid archive of whole sample groups, in index order, at the recorded offsets.

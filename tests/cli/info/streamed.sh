@@ -29,7 +29,7 @@ same_as_python_dump "several files" <out.json
 echo 'no image' >bad.ppm
 expect_exit 1 dlprep --json info a.ppm bad.ppm 2>/dev/null >two.json
 same_as_python_dump "an error" <two.json
-mkdir empty
-dlprep -q --json info empty >none.json
+mkdir empty  # nothing found at all: a usage error, and its document
+expect_exit 2 dlprep -q --json info empty >none.json
 same_as_python_dump "no file" <none.json
-json_check 'd == {"schema": "dlprep.info/1", "files": []}' <none.json
+json_check 'd["schema"] == "dlprep.error/1" and d["error"] == "empty: no image files found"' <none.json

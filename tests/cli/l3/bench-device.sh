@@ -31,9 +31,10 @@ json_check 'd["rows"][1]["output_bytes"] == 4 * d["rows"][1]["pixel_bytes"]' <cp
 json_check 'd["rows"][0]["pinned_images_per_s"] > 0 and "pinned_gb_per_s" not in d["rows"][1]' <cpu.json
 json_check 'd["host"]["png_images_per_s"] > 0 and d["latency"]["kernel"]["runs"] == 1' <cpu.json
 json_check 'd["nvjpeg"]["rows"] == [] and d["nvjpeg"]["note"] != ""' <cpu.json
+json_check 'd["targets"]["resident_200_gb_per_s"] is None' <cpu.json  # no batch >= 64 ran
 DLPREP_FORCE_DEVICE=cpu dlprep l3 bench --device cuda a.l3 --batch 2 --repeats 1 >table.txt
 grep -q '^l3 bench on cpu: cpu, ' table.txt || fail "$(cat table.txt)"
-grep -q '^targets: ' table.txt || fail "no targets line: $(cat table.txt)"
+grep -q "^targets (the CUDA decoder.s): resident >= 200 GB/s at batch >= 64: not measured" table.txt || fail "no targets line: $(cat table.txt)"
 
 expect_exit 2 dlprep l3 bench --device cpu a.l3 --batch 0
 expect_exit 2 dlprep l3 bench --device cpu a.l3 --batch 1,x

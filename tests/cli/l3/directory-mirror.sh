@@ -15,3 +15,11 @@ cmp tree/sub/gray.pgm back/sub/gray.pgm
 cmp tree/sub/deep/noext back/sub/deep/noext.ppm
 dlprep l3 verify out >verify.txt
 [ "$(wc -l <verify.txt)" = 3 ] || fail "verify listed $(wc -l <verify.txt) files"
+# A file where the output folder (or one above it) must be: one usage error, not one per file.
+: >a-file
+for out in a-file a-file/ a-file/sub/; do
+  expect_exit 2 dlprep -q l3 encode tree -o "$out" 2>err
+  [ "$(wc -l <err)" -le 2 ] || fail "-o $out: $(cat err)"
+  grep -q -- "-o $out: \(a-file \)\?exists and is not a directory, where 3 outputs would go" err ||
+    fail "-o $out: $(cat err)"
+done

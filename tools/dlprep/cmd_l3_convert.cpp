@@ -232,6 +232,16 @@ int Converter::run() {
       &empty_dirs, encoding, encoding ? "" : "l3", &scanning);
   report_empty_dirs(globals_, command_, empty_dirs, inputs_.size(), encoding ? "image" : "l3");
   plan_ = std::make_unique<OutputPlan>(options_.output, inputs_);
+  // `-o x.l3` given a tree or several inputs: a folder named like a file, surely unmeant.
+  if (const std::string ext = lower_extension(options_.output);
+      plan_->to_directory() && !options_.output.ends_with('/') && !fs::exists(options_.output) &&
+      (ext == "l3" || ext == "png" || ext == "ppm" || ext == "pgm" || ext == "bmp" ||
+       ext == "raw" || ext == "npy"))
+    print_warning(globals_, command_,
+                  options_.output + ": a folder of that name, named like a file, receives the " +
+                      std::to_string(inputs_.size()) +
+                      (inputs_.size() == 1 ? " output of a directory" : " outputs") +
+                      " (to write one file, name one input file)");
   if (plan_->to_stdout() && globals_.json)
     throw Error(Errc::invalid_argument,
                 "--json cannot be used with -o - (standard output carries the image)");

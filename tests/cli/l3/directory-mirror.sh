@@ -23,3 +23,10 @@ for out in a-file a-file/ a-file/sub/; do
   grep -q -- "-o $out: \(a-file \)\?exists and is not a directory, where 3 outputs would go" err ||
     fail "-o $out: $(cat err)"
 done
+# A folder named like a file is made, with a warning (once: not on a rerun).
+dlprep l3 encode tree -o out.l3 2>err
+grep -q "warning: .*out.l3: a folder of that name, named like a file, receives the 3 outputs" err ||
+  fail "no warning: $(cat err)"
+[ -f out.l3/top.l3 ] || fail "out.l3/ not written"
+dlprep l3 encode tree -o out.l3 2>err
+! grep -q "named like a file" err || fail "warned again: $(cat err)"

@@ -281,7 +281,9 @@ void mark_standard_stream_closed(int fd) {
 std::optional<fs::path> file_in_the_way(const fs::path& dir) {
   std::error_code ec;
   for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
-    if (fs::exists(p, ec) && !fs::is_directory(p, ec)) {
+    // A link to nothing is in the way too: no folder can be made through it.
+    const bool dangling = fs::is_symlink(fs::symlink_status(p, ec)) && !fs::exists(p, ec);
+    if (dangling || (fs::exists(p, ec) && !fs::is_directory(p, ec))) {
       std::string s = p.string();
       while (s.size() > 1 && s.back() == '/') s.pop_back();
       return fs::path(s);

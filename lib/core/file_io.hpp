@@ -150,8 +150,8 @@ std::filesystem::path link_destination(const std::filesystem::path& path);
 bool is_within(const std::filesystem::path& path, const std::filesystem::path& dir);
 
 /// The first of `dir` and the folders above it that exists and is not a directory (a file where
-/// a folder must be: "-o file/", "-o file/sub"), written without a trailing '/'; nullopt when
-/// none is.
+/// a folder must be: "-o file/", "-o file/sub"; a link to nothing counts), written without a
+/// trailing '/'; nullopt when none is.
 std::optional<std::filesystem::path> file_in_the_way(const std::filesystem::path& dir);
 
 /// Creates a directory and its missing parents, however deep (libstdc++'s create_directories

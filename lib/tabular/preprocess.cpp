@@ -133,7 +133,11 @@ void Run::validate() {
     const bool standard_input = in == "-" && ::stat(in.c_str(), &st) != 0;  // no file named "-"
     if (!standard_input && ::stat(in.c_str(), &st) != 0)
       throw Error(Errc::io, in.string() + ": cannot open: " + std::strerror(errno));
-    if (standard_input || !S_ISREG(st.st_mode))
+    if (standard_input)
+      throw Error(Errc::invalid_argument,
+                  "-: standard input cannot be an input: the inputs are read more than once and "
+                  "resumed by size and time; name the file (gzip files are read as they are)");
+    if (!S_ISREG(st.st_mode))
       throw Error(Errc::invalid_argument,
                   in.string() + ": not a regular file (a pipe or a device): the inputs are read " +
                       "more than once and resumed by size and time; save it to a file first " +

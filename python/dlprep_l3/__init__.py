@@ -200,7 +200,8 @@ def read(path, threads=1):
     try:
         return decode(data, threads)
     except Error as e:
-        raise Error(e.status, f"{os.fsdecode(path)}: {e}") from None
+        name = f"file descriptor {path}" if isinstance(path, int) else os.fsdecode(path)
+        raise Error(e.status, f"{name}: {e}") from None
 
 
 def encode(image, patch=0, threads=1):
@@ -238,9 +239,15 @@ def write(path, image, patch=0, threads=1):
     """encode() into the file at `path`, atomically: a temporary file in the same folder,
     renamed over `path` once complete (a failure leaves no file and an older one unchanged;
     an older file's permissions are kept; a symbolic link stays and its target is replaced).
-    Like the CLI, it does not fsync."""
+    An existing path that is not a regular file (/dev/null, a FIFO) is written into, not
+    replaced, as by the CLI. Like the CLI, it does not fsync."""
     data = encode(image, patch, threads)
-    given, path = path, os.path.realpath(path)  # a link stays, and its target is replaced
+    given = path
+    path = os.path.realpath(os.fsdecode(path))  # a link stays, and its target is replaced
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "wb") as f:
+            f.write(data)
+        return
     try:
         fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".dlprep-",
                                          suffix=".tmp")
@@ -671,8 +678,9 @@ class BatchDecoder:
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
         share one buffer. Every patch that is decoded is checked (with a crop, those the
-        window reaches); the first damaged one raises Error naming its image. From host files, the CUDA backend copies them to pinned memory and the GPU
-        in one transfer; decode_batches() overlaps that with the decode of other batches."""
+        window reaches); the first damaged one raises Error naming its image. From host files,
+        the CUDA backend copies them to pinned memory and the GPU in one transfer;
+        decode_batches() overlaps that with the decode of other batches."""
         _check_layout(layout)
         if output not in ("host", "device"):
             raise Error("invalid_argument", f"unknown output '{output}' (host, device)")
@@ -961,7 +969,8 @@ class Dataset:
         if classes is not None:
             if isinstance(classes, (str, bytes)):
                 raise TypeError("dlprep_l3.Dataset: classes is a list of labels, not one string")
-            self.classes = sorted({str(c) for c in classes if c})  # parts' lists, joined
+            self.classes = sorted({os.fsdecode(c) if isinstance(c, bytes) else str(c)
+                                   for c in classes if c})  # parts' lists, joined
         elif "labels" in tar:
             self.classes = [str(c) for c in tar["labels"]]
         elif parts != 1:

@@ -111,7 +111,7 @@ contains fifo_input "$T/fifo_input.err" "fifo: not a regular file"
 # So is standard input ("-"), for the same reasons; and a file where a folder must be is one
 # clear usage error, before any work.
 expect stdin_input 2 "$DLPREP" criteo-preprocess - -o "$T/o3g" < "$S/deepctr_200.tsv"
-contains stdin_input "$T/stdin_input.err" "-: not a regular file"
+contains stdin_input "$T/stdin_input.err" "-: standard input cannot be an input"
 : > "$T/a_file"
 expect out_is_file 2 "$DLPREP" criteo-preprocess "$S/deepctr_200.tsv" -o "$T/a_file"
 contains out_is_file "$T/out_is_file.err" "-o $T/a_file: exists and is not a directory"

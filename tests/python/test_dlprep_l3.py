@@ -11,6 +11,7 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import unittest
@@ -148,6 +149,22 @@ class SingleImages(unittest.TestCase):
         with self.assertRaises(dlprep_l3.Error) as caught:
             dlprep_l3.read(path)
         self.assertTrue(str(caught.exception).startswith(path + ": "), str(caught.exception))
+        descriptor = os.open(path, os.O_RDONLY)  # open() takes one; so does read()
+        with self.assertRaises(dlprep_l3.Error) as caught:
+            dlprep_l3.read(descriptor)
+        self.assertIn(f"file descriptor {descriptor}: ", str(caught.exception))
+        dlprep_l3.write(os.fsencode(path), image)
+        np.testing.assert_array_equal(dlprep_l3.read(os.fsencode(path)), image)
+        # A path that is no regular file (a FIFO, /dev/null) is written into, not replaced.
+        fifo = os.path.join(SCRATCH, "written.fifo")
+        os.mkfifo(fifo)
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the file is less than a pipe holds
+        try:
+            dlprep_l3.write(fifo, image)
+            self.assertEqual(os.read(reader, 1 << 16), dlprep_l3.encode(image))
+        finally:
+            os.close(reader)
+        self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
         dlprep_l3.write(path, image)
         link = os.path.join(SCRATCH, "link.l3")
         os.symlink("written.l3", link)
@@ -389,6 +406,8 @@ class SingleImages(unittest.TestCase):
         joined = dlprep_l3.Dataset(files_part, classes=list("abcdefg") + list("gfa"))
         self.assertEqual(joined.classes, list("abcdefg"))
         self.assertEqual(list(joined.targets), list(part.targets))
+        self.assertEqual(dlprep_l3.Dataset(files_part, classes=[b"a", *"bcdefg"]).classes,
+                         list("abcdefg"))
         with self.assertRaises(TypeError):
             dlprep_l3.Dataset(files_part, classes="abcdefg")
         with self.assertRaises(dlprep_l3.Error) as caught:

@@ -156,7 +156,7 @@ std::string ms(const TimingStats& t) { return format_fixed(t.median_s * 1e3, 3);
 
 // The targets, from the same run.
 struct Targets {
-  double best_resident_gb_s = 0;  // at batch >= 64, headline layout
+  double best_resident_gb_s = 0;   // at batch >= 64, headline layout
   bool resident_measured = false;  // a batch >= 64 ran
   double best_pinned_gb_s = 0, best_pinned_images_per_s = 0;
   bool resident_200 = false, e2e_70pct = false, e2e_30x_png = false;

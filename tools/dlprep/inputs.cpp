@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -139,9 +140,17 @@ void report_empty_dirs(const Globals& globals, std::string_view command,
     for (const auto& dir : empty_dirs) print_warning(globals, command, dir + nothing);
     return;
   }
-  std::string dirs;
-  for (const auto& dir : empty_dirs) dirs += (dirs.empty() ? "" : ", ") + dir;
-  throw Error(Errc::invalid_argument, dirs + nothing);
+  // Each folder once, and a few of them: `l3 verify out/*/` may name thousands.
+  constexpr size_t kNamed = 3;
+  std::vector<std::string> dirs;
+  std::set<std::string_view> seen;
+  for (const auto& dir : empty_dirs)
+    if (seen.insert(dir).second) dirs.push_back(dir);
+  std::string named;
+  for (size_t i = 0; i < std::min(dirs.size(), kNamed); ++i)
+    named += (i == 0 ? "" : ", ") + dirs[i];
+  if (dirs.size() > kNamed) named += " and " + std::to_string(dirs.size() - kNamed) + " more";
+  throw Error(Errc::invalid_argument, named + nothing);
 }
 
 OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out) {
@@ -159,15 +168,19 @@ OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out)
   std::error_code ec;
   std::string s = out.string();
   to_directory_ = several || (!s.empty() && s.back() == '/') || fs::is_directory(out, ec);
-  // One error up front, not one "cannot create directory" per file.
-  if (!to_directory_) return;
-  if (const std::optional<fs::path> file = file_in_the_way(out)) {
+  // One error up front, not one "cannot create directory" per file. (One output file may be a
+  // link to nothing, which writing creates; not so a folder above it.)
+  if (const std::optional<fs::path> file =
+          file_in_the_way(to_directory_ ? out : out.parent_path())) {
     const std::string place = file->string();
-    throw Error(Errc::invalid_argument, "-o " + s + ": " + (place == s ? "" : place + " ") +
-                                            "exists and is not a directory, where " +
-                                            (several ? std::to_string(inputs.size()) + " outputs"
-                                                     : std::string("outputs")) +
-                                            " would go");
+    throw Error(Errc::invalid_argument,
+                "-o " + s + ": " + (place == s ? "" : place + " ") +
+                    "exists and is not a directory" +
+                    (to_directory_ ? ", where " +
+                                         (several ? std::to_string(inputs.size()) + " outputs"
+                                                  : std::string("outputs")) +
+                                         " would go"
+                                   : std::string()));
   }
 }
 

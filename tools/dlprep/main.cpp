@@ -236,10 +236,7 @@ int run(int argc, char** argv) {
     }
     if (std::string unknown = version ? "" : unknown_command_with_help(app); !unknown.empty())
       return refuse(command_path(app), unknown);
-    // --version stops the parse where it stands: --json may come after it.
-    if (version && std::find_if(argv + 1, argv + argc, [](const char* arg) {
-                     return std::string_view(arg) == "--json";
-                   }) != argv + argc) {
+    if (version && app.get_option("--json")->count() > 0) {
       print_json(version_document());
       return finish(kExitOk);
     }

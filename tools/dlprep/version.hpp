@@ -15,9 +15,9 @@ std::string version_string();
 /// "dlprep 0.1.0 (png l3 l3-cpu=avx2 criteo-cpu=scalar gzip=zlib)".
 std::string version_with_machine();
 
-/// What --version --json prints: the same as a dlprep.version/1 document, e.g. {"version":
-/// "0.1.0", "features": ["png", "l3", "cuda"], "cuda_runtime": "13.0", "l3_cpu": "avx2",
-/// "criteo_cpu": "scalar", "gzip": "zlib"}.
+/// What --version --json prints: the same as a document, e.g. {"schema": "dlprep.version/1",
+/// "version": "0.1.0", "features": ["png", "l3", "cuda"], "l3_cpu": "avx2", "criteo_cpu":
+/// "scalar", "gzip": "zlib", "cuda_runtime": "13.0"}.
 Json version_document();
 
 }  // namespace dlprep::cli

@@ -23,6 +23,12 @@ for command in "info empty" "l3 encode empty -o e1" "l3 decode empty -o e2" "l3 
   grep -q "empty: no .* files found" err || fail "$command: $(cat err)"
 done
 [ ! -e e1 ] && [ ! -e e2 ] || fail "an output was made for an empty tree"
+# Each folder named once, and a few of them.
+mkdir e3 e4 e5
+expect_exit 2 dlprep info empty empty 2>err
+grep -q "error: info: empty: no image files found" err || fail "$(cat err)"
+expect_exit 2 dlprep info empty e3 e4 e5 empty 2>err
+grep -q "error: info: empty, e3, e4 and 1 more: no image files found" err || fail "$(cat err)"
 # One empty directory beside images is a warning only.
 dlprep info empty tr/cat/a.ppm >/dev/null 2>err
 grep -q "warning: .*empty: no image files found" err || fail "no warning: $(cat err)"

@@ -23,6 +23,11 @@ for out in a-file a-file/ a-file/sub/; do
   grep -q -- "-o $out: \(a-file \)\?exists and is not a directory, where 3 outputs would go" err ||
     fail "-o $out: $(cat err)"
 done
+expect_exit 2 dlprep -q l3 encode tree/top.ppm -o a-file/top.l3 2>err  # one output file
+grep -q -- "-o a-file/top.l3: a-file exists and is not a directory$" err || fail "$(cat err)"
+ln -s nowhere dangling  # no folder can be made through a link to nothing
+expect_exit 2 dlprep -q l3 encode tree -o dangling 2>err
+grep -q -- "-o dangling: exists and is not a directory" err || fail "$(cat err)"
 # A folder named like a file is made, with a warning (once: not on a rerun).
 dlprep l3 encode tree -o out.l3 2>err
 grep -q "warning: .*out.l3: a folder of that name, named like a file, receives the 3 outputs" err ||

@@ -230,7 +230,13 @@ int Converter::run() {
   inputs_ = collect_inputs(
       options_.inputs, [encoding](const image::Codec& c) { return (c.name() == "l3") != encoding; },
       &empty_dirs, encoding, encoding ? "" : "l3", &scanning);
-  report_empty_dirs(globals_, command_, empty_dirs, inputs_.size(), encoding ? "image" : "l3");
+  // Nothing to encode in a tree of L3 files: decode was surely meant (looked for only then).
+  const bool only_l3 =
+      encoding && inputs_.empty() && !collect_inputs(options_.inputs, [](const image::Codec& c) {
+                                        return c.name() == "l3";
+                                      }).empty();
+  report_empty_dirs(globals_, command_, empty_dirs, inputs_.size(), encoding ? "image" : "l3",
+                    only_l3 ? "only L3 files, which l3 decode takes" : "");
   plan_ = std::make_unique<OutputPlan>(options_.output, inputs_);
   // `-o x.l3` given a tree or several inputs: a folder named like a file, surely unmeant.
   if (const std::string ext = lower_extension(options_.output);

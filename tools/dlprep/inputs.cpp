@@ -134,7 +134,7 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
 
 void report_empty_dirs(const Globals& globals, std::string_view command,
                        const std::vector<std::string>& empty_dirs, size_t found,
-                       std::string_view what) {
+                       std::string_view what, std::string_view hint) {
   const std::string nothing = ": no " + std::string(what) + " files found";
   if (found > 0) {
     for (const auto& dir : empty_dirs) print_warning(globals, command, dir + nothing);
@@ -150,7 +150,8 @@ void report_empty_dirs(const Globals& globals, std::string_view command,
   for (size_t i = 0; i < std::min(dirs.size(), kNamed); ++i)
     named += (i == 0 ? "" : ", ") + dirs[i];
   if (dirs.size() > kNamed) named += " and " + std::to_string(dirs.size() - kNamed) + " more";
-  throw Error(Errc::invalid_argument, named + nothing);
+  throw Error(Errc::invalid_argument,
+              named + nothing + (hint.empty() ? "" : " (" + std::string(hint) + ")"));
 }
 
 OutputPlan::OutputPlan(const fs::path& out, const InputList& inputs) : out_(out) {

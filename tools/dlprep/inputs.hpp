@@ -46,9 +46,10 @@ InputList collect_inputs(const std::vector<std::string>& args, const CodecFilter
 /// found ("DIR: no WHAT files found"), or, when nothing was found at all, Error(invalid_argument)
 /// naming them: a run over an empty or mistyped tree is a usage error (exit 2), as in
 /// convert-dataset and profile-mix, not a success that did nothing (`l3 verify out/` in CI).
+/// `hint`, when not empty, ends the error in parentheses.
 void report_empty_dirs(const Globals& globals, std::string_view command,
                        const std::vector<std::string>& empty_dirs, size_t found,
-                       std::string_view what);
+                       std::string_view what, std::string_view hint = {});
 
 /// How outputs are named. With one named input and an OUT that is not an existing directory and
 /// does not end in '/', OUT is the output file itself ("-" = stdout); otherwise OUT is a directory

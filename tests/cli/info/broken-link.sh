@@ -23,6 +23,10 @@ for command in "info empty" "l3 encode empty -o e1" "l3 decode empty -o e2" "l3 
   grep -q "empty: no .* files found" err || fail "$command: $(cat err)"
 done
 [ ! -e e1 ] && [ ! -e e2 ] || fail "an output was made for an empty tree"
+# A tree of L3 files only, given to encode: decode was surely meant.
+mkdir only-l3 && cp l3/a.l3 only-l3/
+expect_exit 2 dlprep l3 encode only-l3 -o e6 2>err
+grep -q "only-l3: no image files found (only L3 files, which l3 decode takes)" err || fail "$(cat err)"
 # Each folder named once, and a few of them.
 mkdir e3 e4 e5
 expect_exit 2 dlprep info empty empty 2>err

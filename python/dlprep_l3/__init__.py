@@ -16,8 +16,8 @@ this file by the dlprep build, and needs NumPy only:
 Every failure of the library raises dlprep_l3.Error, whose message says what is wrong and, in a
 batch, which image: "image 3: l3: patch 0 of channel 1: checksum mismatch". Arguments of the
 wrong type or shape raise TypeError or ValueError, and a file that cannot be opened OSError, as
-open() does. Arrays are HWC uint8 for one
-image, gray ones included (channels 1); a batch is NHWC uint8 or NCHW float32/float16.
+open() does. Arrays are HWC uint8 for one image, gray ones included (channels 1); a batch is
+NHWC uint8 or NCHW float32/float16.
 """
 
 import collections
@@ -664,16 +664,15 @@ class BatchDecoder:
         output: "host" for a NumPy array, "device" for a DeviceTensor in GPU memory (CUDA only).
         out: memory to decode into, reused from batch to batch (a new tensor of a big batch
             costs its allocation every time): with output="host" a C-contiguous writable NumPy
-            array or CPU torch tensor (pinned, for a later .cuda(non_blocking=True)) of at
-            least the tensor's bytes, of the layout's dtype or uint8, and the result is a NumPy
-            view of its memory; with
-            output="device" a contiguous GPU array on the decoder's GPU (a torch.cuda tensor,
-            a CuPy array: anything with the CUDA array interface) of the batch's shape and
-            dtype, or with room for more images (the first axis longer: the last, short batch
-            of an epoch), and the result is `out` (or out[:n]), complete. The decode waits for
-            the work queued so far on the array's stream: the one its interface names (CuPy,
-            Numba), or for a torch tensor PyTorch's current stream; so a tensor still in use
-            there may be passed. Work on other streams must be done with it
+            array or CPU torch tensor (pinned, for a later .cuda(non_blocking=True)) of at least
+            the tensor's bytes, of the layout's dtype or uint8, and the result is a NumPy view
+            of its memory; with output="device" a contiguous GPU array on the decoder's GPU (a
+            torch.cuda tensor, a CuPy array: anything with the CUDA array interface) of the
+            batch's shape and dtype, or with room for more images (the first axis longer: the
+            last, short batch of an epoch), and the result is `out` (or out[:n]), complete. The
+            decode waits for the work queued so far on the array's stream: the one its interface
+            names (CuPy, Numba), or for a torch tensor PyTorch's current stream; so a tensor
+            still in use there may be passed. Work on other streams must be done with it
             (torch.cuda.synchronize() first, if it may not be).
 
         Images of different sizes (without a crop) give a list of arrays, one per image, that
